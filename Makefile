@@ -1,0 +1,35 @@
+# dive — developer entry points. Everything goes through uv with the committed uv.lock.
+# `make demo` and `make test` work on a fresh machine with only Python and make.
+
+SHELL := /bin/bash
+UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+RUN := $(UV) run --frozen
+
+.PHONY: install lint typecheck test bench demo services-up services-down clean
+
+.venv/.installed: pyproject.toml uv.lock
+	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
+		|| python3 -m pip install --quiet uv
+	$(UV) sync --frozen --all-extras
+	@touch $@
+
+install: .venv/.installed
+
+lint: install
+	$(RUN) ruff check src tests examples benchmarks
+	$(RUN) ruff format --check src tests examples benchmarks
+
+typecheck: install
+	$(RUN) pyright
+
+test: install
+	$(RUN) pytest $(PYTEST_ARGS)
+
+bench: install
+	$(RUN) python -m benchmarks
+
+demo: install
+	$(RUN) python examples/quickstart.py
+
+clean:
+	rm -rf .venv .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,368 @@
+"""The dive error tree.
+
+Every exception dive raises on purpose derives from :class:`DiveError`. The families::
+
+    DiveError
+    ├── UserError                      misuse: bad arguments, bad definitions (also a ValueError)
+    │   ├── InvalidRunError            an invalid combination of run() arguments
+    │   │   └── ContinueWithInputError
+    │   ├── ToolDefinitionError        a tool that cannot be built (bad types, duplicate names…)
+    │   ├── UnsupportedSettingError    a model setting the provider cannot honour
+    │   ├── UnknownProviderError / UnknownModelError / MissingExtraError / MissingCredentialsError
+    │   ├── ResumeError                resume arguments that do not match the stored suspension
+    │   │   ├── NoSuspendedTurnError
+    │   │   ├── UnknownToolCallError
+    │   │   └── ToolCallNotPendingError
+    │   │       └── ConflictingToolResultError
+    │   ├── InputOnSuspendedSessionError / ResumeRequiredError / UnreconciledToolCallsError
+    │   └── ReentrantSessionError
+    ├── MessageValidationError         a message or history that is malformed (also a ValueError)
+    │   ├── IncompleteToolTurnError    a tool exchange that a provider would reject
+    │   └── ProviderStateError         provider replay data of the wrong shape
+    ├── ProviderError                  a model call failed (status, request_id, retry_after)
+    │   ├── RateLimitedError, OverloadedError, ProviderTimeoutError, ProviderConnectionError
+    │   ├── AuthenticationError, PermissionDeniedError, InvalidRequestError, NotFoundError
+    │   └── StreamInterruptedError     the stream died after content had been delivered
+    ├── StoreError                     a session store failed
+    │   ├── SaveRejectedError          refused before writing: nothing landed
+    │   │   ├── RevisionConflictError, SuspendedSessionError, NoTurnError
+    │   ├── SessionClaimedError        another owner holds a live claim
+    │   └── SessionCorruptedError      a stored record does not decode
+    ├── ToolError                      recorded on tool calls, never raised out of run()
+    │   ├── UnknownToolError, BatchHaltedError, ToolPermissionError, ToolTimeoutError
+    ├── OutputValidationError          structured output never validated
+    ├── TurnError                      raised by RunResult.raise_for_status()
+    └── LimitError                     a configured limit was reached
+
+Control-flow signals are not errors: :class:`HookAbort` (a hook ends the turn) and
+:class:`ToolFatalError` (a tool forbids retries) derive from ``Exception`` directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AuthenticationError",
+    "BatchHaltedError",
+    "ConflictingToolResultError",
+    "ContinueWithInputError",
+    "DiveError",
+    "HookAbort",
+    "IncompleteToolTurnError",
+    "InputOnSuspendedSessionError",
+    "InvalidRequestError",
+    "InvalidRunError",
+    "LimitError",
+    "MessageValidationError",
+    "MissingCredentialsError",
+    "MissingExtraError",
+    "NoSuspendedTurnError",
+    "NoTurnError",
+    "NotFoundError",
+    "OutputValidationError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderStateError",
+    "ProviderTimeoutError",
+    "RateLimitedError",
+    "ReentrantSessionError",
+    "ResumeError",
+    "ResumeRequiredError",
+    "RevisionConflictError",
+    "SaveRejectedError",
+    "SessionClaimedError",
+    "SessionCorruptedError",
+    "StoreError",
+    "StreamInterruptedError",
+    "SuspendedSessionError",
+    "ToolCallNotPendingError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolFatalError",
+    "ToolPermissionError",
+    "ToolTimeoutError",
+    "TurnError",
+    "UnknownModelError",
+    "UnknownProviderError",
+    "UnknownToolCallError",
+    "UnknownToolError",
+    "UnreconciledToolCallsError",
+    "UnsupportedSettingError",
+    "UserError",
+]
+
+
+class DiveError(Exception):
+    """Root of every error dive raises on purpose."""
+
+
+# --- misuse -------------------------------------------------------------------------------
+
+
+class UserError(DiveError, ValueError):
+    """The caller used dive in a way it does not support; the message says how to fix it."""
+
+
+class InvalidRunError(UserError):
+    """An invalid combination of ``run()`` arguments, raised before the turn begins."""
+
+
+class ContinueWithInputError(InvalidRunError):
+    """``continue_turn=True`` was combined with new input or tool results."""
+
+
+class ToolDefinitionError(UserError):
+    """A tool could not be built from its definition or function."""
+
+
+class UnsupportedSettingError(UserError):
+    """A model setting that the chosen provider or model cannot honour."""
+
+
+class UnknownProviderError(UserError):
+    """A ``"provider:model"`` string named a provider dive does not know."""
+
+
+class UnknownModelError(UserError):
+    """A bare model name matched no known provider prefix."""
+
+
+class MissingExtraError(UserError):
+    """A provider's SDK is not installed; the message names the extra to install."""
+
+
+class MissingCredentialsError(UserError):
+    """A provider's API key was not given and its environment variable is unset."""
+
+
+class ResumeError(UserError):
+    """Resume arguments do not match the stored suspension; nothing was changed."""
+
+
+class NoSuspendedTurnError(ResumeError):
+    """Tool results were given but no turn is suspended."""
+
+
+class UnknownToolCallError(ResumeError):
+    """A tool result names a call id that is not in the suspended turn."""
+
+
+class ToolCallNotPendingError(ResumeError):
+    """A tool result names a call that is not waiting for a result."""
+
+
+class ConflictingToolResultError(ToolCallNotPendingError):
+    """A result differs from the one already accepted for the same call."""
+
+
+class InputOnSuspendedSessionError(UserError):
+    """New input was sent to a session whose turn is suspended."""
+
+
+class ResumeRequiredError(UserError):
+    """The session is suspended; resume it with tool results or cancel the suspended turn."""
+
+
+class UnreconciledToolCallsError(UserError):
+    """``require_reconcile`` refuses new input while calls of unknown outcome remain."""
+
+
+class ReentrantSessionError(UserError):
+    """A run on a session was started from inside a run on the same session."""
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+class MessageValidationError(DiveError, ValueError):
+    """A message, content block or history is malformed. The message names the field path."""
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+
+
+class IncompleteToolTurnError(MessageValidationError):
+    """A history contains a malformed or incomplete assistant tool-call exchange."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(f"message: incomplete tool turn: message {index}: {reason}")
+        self.index = index
+        self.reason = reason
+
+
+class ProviderStateError(MessageValidationError):
+    """Provider replay data does not have the shape the provider requires."""
+
+
+# --- providers -----------------------------------------------------------------------------
+
+
+class ProviderError(DiveError):
+    """A model call failed. Carries what the provider said, when it said anything."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        error_type: str | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.error_type = error_type
+        self.body = body
+
+
+class RateLimitedError(ProviderError):
+    """HTTP 429 or an in-stream ``rate_limit_error``."""
+
+    retryable = True
+
+
+class OverloadedError(ProviderError):
+    """HTTP 529/503 or an in-stream ``overloaded_error``."""
+
+    retryable = True
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer in time (HTTP 504 or a client timeout)."""
+
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection to the provider failed."""
+
+    retryable = True
+
+
+class AuthenticationError(ProviderError):
+    """The provider rejected the credentials (HTTP 401)."""
+
+
+class PermissionDeniedError(ProviderError):
+    """The credentials lack permission for this request (HTTP 403)."""
+
+
+class InvalidRequestError(ProviderError):
+    """The provider rejected the request as malformed (HTTP 400 and other 4xx)."""
+
+
+class NotFoundError(ProviderError):
+    """The model or resource was not found (HTTP 404)."""
+
+
+class StreamInterruptedError(ProviderError):
+    """A stream failed or ended without its end marker."""
+
+
+# --- stores ---------------------------------------------------------------------------------
+
+
+class StoreError(DiveError):
+    """A session store operation failed."""
+
+
+class SaveRejectedError(StoreError):
+    """The store refused a write before writing anything."""
+
+
+class RevisionConflictError(SaveRejectedError):
+    """The expected revision is stale: someone else wrote first. Reload and retry."""
+
+
+class SuspendedSessionError(SaveRejectedError):
+    """A new turn cannot be appended while the open turn is suspended."""
+
+
+class NoTurnError(SaveRejectedError):
+    """There is no turn to remove."""
+
+
+class SessionClaimedError(StoreError):
+    """Another owner holds a live claim on the session."""
+
+
+class SessionCorruptedError(StoreError):
+    """A stored record does not decode. Nothing was overwritten."""
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+class ToolError(DiveError):
+    """Recorded on a tool call's record; dive never raises these out of ``run()``."""
+
+
+class UnknownToolError(ToolError):
+    """The model called a tool that does not exist."""
+
+    def __init__(self, name: str, suggestions: tuple[str, ...] = ()) -> None:
+        hint = f" Did you mean: {', '.join(suggestions)}." if suggestions else ""
+        super().__init__(f'Tool "{name}" does not exist.{hint}')
+        self.name = name
+        self.suggestions = suggestions
+
+
+class BatchHaltedError(ToolError):
+    """The call was not run because an earlier halting call in the response failed."""
+
+
+class ToolPermissionError(ToolError):
+    """The call needs permissions this run was not granted."""
+
+
+class ToolTimeoutError(ToolError):
+    """The call did not finish within its tool timeout."""
+
+
+# --- outcomes ------------------------------------------------------------------------------
+
+
+class OutputValidationError(DiveError):
+    """Structured output did not validate within the allowed retries."""
+
+    def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.errors = errors
+
+
+class TurnError(DiveError):
+    """Raised by ``RunResult.raise_for_status()`` for an incomplete turn or a failed save."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class LimitError(DiveError):
+    """A configured limit was reached."""
+
+
+# --- control-flow signals (not errors) -----------------------------------------------------
+
+
+class HookAbort(Exception):
+    """Raised by a hook to end the turn incomplete with reason ``hook_abort``."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ToolFatalError(Exception):
+    """Raised by a tool to fail the call without retries."""

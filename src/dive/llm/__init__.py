@@ -1,0 +1,58 @@
+"""The provider-neutral model layer.
+
+Requests, responses, Anthropic-shaped stream events and their accumulator, stop-reason
+classification and usage. This package knows nothing of ``dive.providers``.
+"""
+
+from dive.llm._accumulate import ResponseAccumulator, parse_tool_arguments, response_to_events
+from dive.llm._events import (
+    CitationsDelta,
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    Delta,
+    InputJSONDelta,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    Ping,
+    SignatureDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+)
+from dive.llm._model import Model, collect
+from dive.llm._request import ModelRequest, ModelSettings, ToolChoice
+from dive.llm._response import ModelResponse
+from dive.llm._stop import STOP_KINDS, StopKind, classify_stop_reason
+from dive.llm._usage import Usage
+
+__all__ = [
+    "STOP_KINDS",
+    "CitationsDelta",
+    "ContentBlockDelta",
+    "ContentBlockStart",
+    "ContentBlockStop",
+    "Delta",
+    "InputJSONDelta",
+    "MessageDelta",
+    "MessageStart",
+    "MessageStop",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "Ping",
+    "ResponseAccumulator",
+    "SignatureDelta",
+    "StopKind",
+    "StreamEvent",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolChoice",
+    "Usage",
+    "classify_stop_reason",
+    "collect",
+    "parse_tool_arguments",
+    "response_to_events",
+]

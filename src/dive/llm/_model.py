@@ -1,0 +1,55 @@
+"""The model protocol every provider implements.
+
+A model streams Anthropic-shaped events (``stream``) and can answer in one piece
+(``generate``). The agent loop streams when ``supports_streaming`` is true and uses the same
+accumulation either way. Providers raise only :class:`~dive.errors.ProviderError` subclasses;
+vendor exceptions never escape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Protocol, runtime_checkable
+
+from dive.llm._accumulate import ResponseAccumulator
+from dive.llm._events import StreamEvent
+from dive.llm._request import ModelRequest
+from dive.llm._response import ModelResponse
+
+__all__ = ["Model", "collect"]
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A language model dive can call."""
+
+    @property
+    def name(self) -> str:
+        """The model name as requested (e.g. ``claude-sonnet-4-5``)."""
+        ...
+
+    @property
+    def provider(self) -> str:
+        """The provider label (``anthropic``, ``openai``, ``google``, ``scripted``…)."""
+        ...
+
+    @property
+    def supports_streaming(self) -> bool:
+        """Whether ``stream`` delivers events incrementally."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Send the request and yield stream events until ``message_stop``."""
+        ...
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        """Send the request and return the whole response."""
+        ...
+
+
+async def collect(model: Model, request: ModelRequest) -> ModelResponse:
+    """Stream ``request`` and accumulate the response."""
+    acc = ResponseAccumulator(model.name)
+    async for event in model.stream(request):
+        acc.add(event)
+    return acc.response()

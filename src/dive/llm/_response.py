@@ -1,0 +1,57 @@
+"""The provider-neutral model response."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dive.llm._stop import StopKind, classify_stop_reason
+from dive.llm._usage import Usage
+from dive.messages import ContentBlock, Message, ProviderState, ToolCall
+from dive.messages._codec import JSONValue
+
+__all__ = ["ModelResponse"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponse:
+    """What one model call produced.
+
+    ``stop_reason`` is the provider's raw value; ``stop_kind`` its classification
+    (``classify_stop_reason``), derived when not given.
+    """
+
+    content: tuple[ContentBlock, ...] = ()
+    stop_reason: str | None = None
+    stop_details: JSONValue = None
+    stop_sequence: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    id: str | None = None
+    model: str | None = None
+    requested_model: str | None = None
+    provider_state: ProviderState | None = None
+    stop_kind: StopKind = field(default="other")
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not tuple:
+            object.__setattr__(self, "content", tuple(self.content))
+        object.__setattr__(self, "stop_kind", classify_stop_reason(self.stop_reason))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The client tool calls, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+    @property
+    def text(self) -> str:
+        """The text, concatenated."""
+        return self.message().text
+
+    def message(self, **kwargs: Any) -> Message:
+        """The assistant message this response adds to the history."""
+        return Message(
+            role="assistant",
+            content=self.content,
+            provider_state=self.provider_state,
+            **kwargs,
+        )

@@ -1,0 +1,106 @@
+"""Token usage with disjoint input buckets.
+
+``input_tokens`` (uncached), ``cache_creation_input_tokens`` (cache write) and
+``cache_read_input_tokens`` (cache read) never overlap; ``total_input_tokens`` sums them.
+``reasoning_tokens`` is a subset of ``output_tokens``. Unknown is distinct from zero:
+``cost=None`` means the price is unknown, a ``None`` breakdown means the provider did not
+report it, and ``known=False`` marks counts that are lower bounds because some model call's
+usage never arrived (a stream that died before its usage frame).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict
+
+from dive.messages._codec import FORBID_EXTRA, decode, to_jsonable
+
+__all__ = ["Usage"]
+
+
+def _add_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _tier(a: str | None, b: str | None) -> str | None:
+    if a is None or a == b:
+        return b
+    if b is None:
+        return a
+    return "mixed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Tokens (and cost) of one or more model calls."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_5m_input_tokens: int | None = None
+    cache_creation_1h_input_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    service_tier: str | None = None
+    cost: float | None = None
+    requests: int = 0
+    known: bool = True
+
+    ZERO: ClassVar[Usage]
+
+    @property
+    def total_input_tokens(self) -> int:
+        """Uncached + cache write + cache read."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    @property
+    def total_tokens(self) -> int:
+        """All input plus output tokens."""
+        return self.total_input_tokens + self.output_tokens
+
+    def add(self, other: Usage) -> Usage:
+        """The sum of two usages. A cost is known only when both costs are known."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_5m_input_tokens=_add_opt(
+                self.cache_creation_5m_input_tokens, other.cache_creation_5m_input_tokens
+            ),
+            cache_creation_1h_input_tokens=_add_opt(
+                self.cache_creation_1h_input_tokens, other.cache_creation_1h_input_tokens
+            ),
+            reasoning_tokens=_add_opt(self.reasoning_tokens, other.reasoning_tokens),
+            service_tier=_tier(self.service_tier, other.service_tier),
+            cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
+            requests=self.requests + other.requests,
+            known=self.known and other.known,
+        )
+
+    __add__ = add
+
+    def with_cost(self, cost: float | None) -> Usage:
+        """A copy with ``cost`` set."""
+        return replace(self, cost=cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (defaults omitted)."""
+        return to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Usage:
+        """Decode and validate."""
+        return decode(Usage, data)
+
+
+Usage.ZERO = Usage(cost=0.0)
+"""The identity for sums: nothing used, nothing spent (cost known to be zero)."""

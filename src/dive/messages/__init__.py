@@ -1,0 +1,90 @@
+"""The provider-neutral message model.
+
+Messages, content blocks and tool definitions are frozen, slotted, keyword-only dataclasses
+discriminated by ``type`` that round-trip exactly through JSON. This package imports no
+provider SDK; providers convert at their boundary.
+"""
+
+from dive.errors import IncompleteToolTurnError, MessageValidationError
+from dive.messages._blocks import (
+    Base64Source,
+    CacheControl,
+    ContentBlock,
+    DocumentBlock,
+    DocumentSource,
+    FileSource,
+    ImageBlock,
+    ImageSource,
+    RedactedThinkingBlock,
+    ServerToolCall,
+    ServerToolResult,
+    TextBlock,
+    TextSource,
+    ThinkingBlock,
+    ToolCall,
+    ToolResult,
+    ToolResultContent,
+    UnknownBlock,
+    UrlSource,
+)
+from dive.messages._codec import EMPTY, JSONValue, dumps, to_jsonable
+from dive.messages._message import (
+    Message,
+    MessageKind,
+    ProviderState,
+    Role,
+    Visibility,
+    messages_from_json,
+    messages_to_json,
+)
+from dive.messages._tooldef import (
+    OBJECT_SCHEMA,
+    EffectType,
+    RiskLevel,
+    ToolDefinition,
+    ToolRetryPolicy,
+)
+from dive.messages._validate import complete_turn_boundary, shared_view, validate_complete_turns
+
+__all__ = [
+    "EMPTY",
+    "OBJECT_SCHEMA",
+    "Base64Source",
+    "CacheControl",
+    "ContentBlock",
+    "DocumentBlock",
+    "DocumentSource",
+    "EffectType",
+    "FileSource",
+    "ImageBlock",
+    "ImageSource",
+    "IncompleteToolTurnError",
+    "JSONValue",
+    "Message",
+    "MessageKind",
+    "MessageValidationError",
+    "ProviderState",
+    "RedactedThinkingBlock",
+    "RiskLevel",
+    "Role",
+    "ServerToolCall",
+    "ServerToolResult",
+    "TextBlock",
+    "TextSource",
+    "ThinkingBlock",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolResultContent",
+    "ToolRetryPolicy",
+    "UnknownBlock",
+    "UrlSource",
+    "Visibility",
+    "complete_turn_boundary",
+    "dumps",
+    "messages_from_json",
+    "messages_to_json",
+    "shared_view",
+    "to_jsonable",
+    "validate_complete_turns",
+]
