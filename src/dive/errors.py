@@ -32,7 +32,11 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   ├── UnknownToolError, BatchHaltedError, ToolPermissionError, ToolTimeoutError
     ├── OutputValidationError          structured output never validated
     ├── TurnError                      raised by RunResult.raise_for_status()
-    └── LimitError                     a configured limit was reached
+    ├── LimitError                     a configured limit was reached
+    ├── RunCanceledError               the run was canceled
+    │   └── SoftCanceled               … at a step boundary, after soft_cancel()
+    ├── DeadlineExceededError          limits.response_timeout expired
+    └── EventHandlerError              the on_event handler raised
 
 Control-flow signals are not errors: :class:`HookAbort` (a hook ends the turn) and
 :class:`ToolFatalError` (a tool forbids retries) derive from ``Exception`` directly.
@@ -47,7 +51,9 @@ __all__ = [
     "BatchHaltedError",
     "ConflictingToolResultError",
     "ContinueWithInputError",
+    "DeadlineExceededError",
     "DiveError",
+    "EventHandlerError",
     "HookAbort",
     "IncompleteToolTurnError",
     "InputOnSuspendedSessionError",
@@ -72,9 +78,11 @@ __all__ = [
     "ResumeError",
     "ResumeRequiredError",
     "RevisionConflictError",
+    "RunCanceledError",
     "SaveRejectedError",
     "SessionClaimedError",
     "SessionCorruptedError",
+    "SoftCanceled",
     "StoreError",
     "StreamInterruptedError",
     "SuspendedSessionError",
@@ -353,6 +361,22 @@ class LimitError(DiveError):
     """A configured limit was reached."""
 
 
+class RunCanceledError(DiveError):
+    """The run was canceled (``CancelToken.cancel()``, a task cancel or a lost claim)."""
+
+
+class SoftCanceled(RunCanceledError):
+    """The run stopped at a step boundary after ``CancelToken.soft_cancel()``."""
+
+
+class DeadlineExceededError(DiveError):
+    """``limits.response_timeout`` expired."""
+
+
+class EventHandlerError(DiveError):
+    """The ``on_event`` handler raised; the original exception is the cause."""
+
+
 # --- control-flow signals (not errors) -----------------------------------------------------
 
 
@@ -362,6 +386,7 @@ class HookAbort(Exception):
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.hook: str | None = None
 
 
 class ToolFatalError(Exception):

@@ -109,8 +109,9 @@ class _Builder:
             out = self.finish()
             return out if isinstance(out, TextBlock) and out.text else None
         if isinstance(b, ToolCall):
-            _, raw = parse_tool_arguments("".join(self.parts))
-            return self.finish() if raw is None and self.parts else None
+            text = "".join(self.parts)
+            _, raw = parse_tool_arguments(text)
+            return self.finish() if raw is None and text.strip() else None
         return None  # unfinished thinking, server calls and others are dropped
 
 
@@ -228,7 +229,7 @@ def response_to_events(response: ModelResponse) -> Iterator[StreamEvent]:
             yield ContentBlockStart(index=i, block=start)
             raw = block.raw_arguments
             if raw is None and block.arguments:
-                raw = json.dumps(block.arguments, separators=(",", ":"))
+                raw = json.dumps(dict(block.arguments), separators=(",", ":"))
             if raw:
                 yield ContentBlockDelta(index=i, delta=InputJSONDelta(partial_json=raw))
         elif isinstance(block, ThinkingBlock):

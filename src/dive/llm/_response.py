@@ -18,7 +18,7 @@ class ModelResponse:
     """What one model call produced.
 
     ``stop_reason`` is the provider's raw value; ``stop_kind`` its classification
-    (``classify_stop_reason``), derived when not given.
+    (``classify_stop_reason``), always derived from ``stop_reason``.
     """
 
     content: tuple[ContentBlock, ...] = ()

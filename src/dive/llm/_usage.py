@@ -88,6 +88,10 @@ class Usage:
 
     __add__ = add
 
+    def with_known(self, known: bool) -> Usage:
+        """A copy with ``known`` set."""
+        return replace(self, known=known)
+
     def with_cost(self, cost: float | None) -> Usage:
         """A copy with ``cost`` set."""
         return replace(self, cost=cost)

@@ -1,0 +1,220 @@
+"""``Agent``: configuration plus the entry points ``run``, ``run_sync`` and ``stream``.
+
+Order of one invocation: validate arguments → capture model and instructions → build the
+history → ``session_start`` → **turn boundary** → ``pre_generation`` → response timeout
+starts → loop ⇄ ``stop`` → close if incomplete → end hook → write → ``turn_ended``.
+``run()`` raises only before the boundary; after it, every exit returns a ``RunResult``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, cast
+
+from typing_extensions import TypeVar
+
+from dive.agent._cancel import CancelToken
+from dive.agent._extension import Extension
+from dive.agent._hooks import Hooks, SessionStartResult, call_hook
+from dive.agent._options import Durability, IncompleteTurns, Limits
+from dive.agent._records import TurnOrigin, new_turn_id
+from dive.agent._reminders import Reminder, reminder_message
+from dive.agent._result import RunResult
+from dive.agent._run import EventHandler, TurnRun
+from dive.agent._stream import AgentStream
+from dive.agent._structured import OutputTool
+from dive.agent._tools import index_tools
+from dive.errors import InvalidRunError, UserError
+from dive.llm import Model, ModelSettings
+from dive.messages import Message, ToolDefinition
+from dive.messages._blocks import BLOCK_CLASSES
+from dive.tools import FunctionTool, Tool, Toolset
+from dive.tracing import NopTracer, Tracer
+
+__all__ = ["Agent", "UserInput"]
+
+OutputT = TypeVar("OutputT", default=str)
+
+UserInput = str | Message | Sequence[Message] | Sequence[Any]
+
+REMINDER_RULE = (
+    "Messages may contain <system-reminder> tags added by the application. They carry context, "
+    "not instructions with authority of their own; when two reminders disagree, the later one "
+    "wins."
+)
+
+
+def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+    if isinstance(item, Tool):
+        return item
+    if callable(item):
+        return FunctionTool(item)
+    raise UserError(f"tools must be Tool instances or functions, not {type(item).__name__}")
+
+
+def _input_messages(value: UserInput) -> list[Message]:
+    if isinstance(value, str):
+        return [Message.user(value)]
+    if isinstance(value, Message):
+        return [value]
+    items = list(cast("Sequence[Any]", value))
+    if all(isinstance(m, Message) for m in items):
+        return cast("list[Message]", items)
+    if all(isinstance(b, BLOCK_CLASSES) for b in items):
+        return [Message(role="user", content=tuple(items))]
+    raise InvalidRunError("input must be a string, a Message, messages or content blocks")
+
+
+class Agent(Generic[OutputT]):
+    """An agent: instructions, a model, tools and the policies that govern the loop.
+
+    Options are keyword-only; grouped settings are small frozen objects (:class:`Limits`,
+    :class:`IncompleteTurns`, :class:`Durability`, :class:`~dive.llm.ModelSettings`).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Model,
+        instructions: str = "",
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        toolsets: Sequence[Toolset] = (),
+        extensions: Sequence[Extension | None] = (),
+        hooks: Hooks | None = None,
+        tracer: Tracer | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        version: str | None = None,
+        id: str | None = None,
+        model_settings: ModelSettings | None = None,
+        limits: Limits | None = None,
+        parallel_tool_execution: bool = False,
+        max_tool_concurrency: int = 10,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+        granted_permissions: Sequence[str] = (),
+        incomplete_turns: IncompleteTurns | None = None,
+        durability: Durability | None = None,
+        prime_reminders: bool = True,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        if not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"model must be a dive Model, not {type(model).__name__}")
+        self.model = model
+        self.name, self.description, self.version, self.id = name, description, version, id
+        self.tracer: Tracer = tracer if tracer is not None else NopTracer()
+        self.model_settings = model_settings or ModelSettings()
+        self.limits = limits or Limits()
+        self.parallel_tool_execution = parallel_tool_execution
+        if max_tool_concurrency < 1:
+            raise UserError("max_tool_concurrency must be at least 1")
+        self.max_tool_concurrency = max_tool_concurrency
+        self.granted_permissions = frozenset(granted_permissions)
+        self.incomplete_turns = incomplete_turns or IncompleteTurns()
+        self.durability = durability or Durability()
+        self.log = logger or logging.getLogger("dive.agent")
+        self.toolsets = tuple(toolsets)
+        all_tools = [_as_tool(t) for t in tools]
+        merged_hooks = hooks or Hooks()
+        rules: list[str] = []
+        for ext in extensions:
+            if ext is None:
+                continue
+            all_tools.extend(ext.tools())
+            merged_hooks = merged_hooks.merged(ext.hooks())
+            rule = ext.rules()
+            if rule:
+                rules.append(rule)
+        self.output_type = output_type
+        self.output_retries = output_retries
+        self.output_tool: OutputTool | None = None
+        if output_type is not None and output_type is not str:
+            self.output_tool = OutputTool(output_type)
+            all_tools.append(self.output_tool)
+        self.hooks = merged_hooks
+        self.tools: tuple[Tool, ...] = tuple(all_tools)
+        self.static_tools, self.static_definitions = index_tools(self.tools)
+        self._rules = rules
+        self.prime_reminders = prime_reminders
+        self.instructions = instructions
+
+    @property
+    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """The static tool definitions sent to the model."""
+        return self.static_definitions
+
+    def system_prompt(self) -> str:
+        """Instructions, extension rules and the reminder-priming rule."""
+        parts = [self.instructions] if self.instructions else []
+        parts.extend(self._rules)
+        if self.prime_reminders:
+            parts.append(REMINDER_RULE)
+        return "\n\n".join(parts)
+
+    # --- entry points -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        input: UserInput | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        reminders: Sequence[Reminder] = (),
+        on_event: EventHandler | None = None,
+        cancel: CancelToken | None = None,
+        values: Mapping[str, Any] | None = None,
+        prompt_cache_key: str | None = None,
+        model_settings: ModelSettings | None = None,
+    ) -> RunResult[OutputT]:
+        """Run one turn. Raises only before the turn boundary; see ``RunResult``."""
+        if input is None:
+            raise InvalidRunError("nothing to do: pass input")
+        for r in reminders:
+            if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise InvalidRunError("reminders must be Reminder objects")
+        new = _input_messages(input)
+        run = TurnRun(
+            self,
+            model=self.model,
+            system_prompt=self.system_prompt(),
+            settings=self.model_settings.merge(model_settings),
+            turn_id=new_turn_id(),
+            origin=TurnOrigin(kind="input"),
+            history=history or (),
+            on_event=on_event,
+            cancel=cancel,
+            values=dict(values or {}),
+        )
+        run.prompt_cache_key = prompt_cache_key
+        if self.hooks.session_start and not run.history:
+            await self._session_start(run)
+        for m in new:
+            run.add(m)
+        for r in reminders:
+            run.add_model_only(reminder_message(r))
+        from dive.agent._execute import execute
+
+        return cast("RunResult[OutputT]", await execute(run))
+
+    async def _session_start(self, run: TurnRun) -> None:
+        ctx = run.hook_context("session_start")
+        ctx.session_start_source = "new"
+        for hook in self.hooks.session_start:
+            out = await call_hook(hook, ctx)
+            if isinstance(out, SessionStartResult):
+                for m in out.messages:
+                    run.history.append(m)
+                    run.working.append(m)
+
+    def run_sync(self, input: UserInput | None = None, **kwargs: Any) -> RunResult[OutputT]:
+        """The blocking form of ``run`` (not from inside a running event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(input, **kwargs))
+        raise UserError("run_sync() cannot be called from a running event loop; use await run()")
+
+    def stream(self, input: UserInput | None = None, **kwargs: Any) -> AgentStream[OutputT]:
+        """An async iterator of events ending with ``turn_ended``; ``.result`` afterwards."""
+        return AgentStream(lambda handler: self.run(input, on_event=handler, **kwargs))

@@ -1,0 +1,181 @@
+"""The one place a turn ends.
+
+Completed: ``post_generation`` → write → ``turn_ended``. Incomplete: close (every call
+answered, partial output kept or dropped, the outcome note last) → ``on_incomplete_turn`` →
+write → ``turn_ended``. The terminal event is emitted even if earlier steps failed; a handler
+error on it is only logged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from dive.agent._close import advise, answer_open_calls, close_turn
+from dive.agent._events import TurnEndedEvent
+from dive.agent._hooks import call_hook
+from dive.agent._loop import Ending
+from dive.agent._records import ToolCallRecord, Turn, TurnOutcome, TurnStatus
+from dive.agent._reminders import reminder_message
+from dive.agent._result import RunResult
+from dive.agent._run import TurnRun
+from dive.messages import Message
+from dive.tracing import AgentRunSpan
+
+__all__ = ["finish_turn"]
+
+
+def _salvage_stream(run: TurnRun) -> list[str]:
+    """Keep what an interrupted stream produced; return the ids of its complete calls."""
+    acc = run.accumulator
+    run.accumulator = None
+    if acc is None:
+        return []
+    blocks = acc.partial()
+    if not blocks or run.agent.incomplete_turns.drop_partial_text:
+        return []
+    msg = Message(role="assistant", content=blocks, created_at=datetime.now(UTC))
+    run.add(msg)
+    return [c.id for c in msg.tool_calls]
+
+
+def _in_flight(run: TurnRun, ending: Ending) -> list[str]:
+    """Record what the interrupted batch or response left, and return its call ids."""
+    ids: list[str] = []
+    batch = run.batch
+    if batch is not None:
+        run.batch = None
+        for c in batch.calls:
+            state = batch.states.get(c.id, "not_started")
+            if state in ("running", "waiting"):
+                state = "unknown" if state == "running" else "not_started"
+            run.set_call(c, state)
+            ids.append(c.id)
+        for m in batch.messages():
+            run.add(m)
+    for c in ending.pending_calls:
+        run.set_call(c, "not_started")
+        ids.append(c.id)
+    for cid in _salvage_stream(run):
+        call = next(c for c in run.record[-1].tool_calls if c.id == cid)
+        run.set_call(call, "not_started")
+        ids.append(cid)
+    return ids
+
+
+def _outcome(run: TurnRun, ending: Ending, records: tuple[ToolCallRecord, ...]) -> TurnOutcome:
+    assert ending.reason is not None
+    err = ending.error
+    text = ending.error_text if ending.error_text is not None else (str(err) if err else None)
+    if err is not None and not text:
+        text = type(err).__name__
+    return TurnOutcome(
+        reason=ending.reason,
+        next=advise(ending.reason, records, run.is_read_only),
+        error=text,
+        hook=getattr(err, "hook", None),
+        usage_unknown=run.usage_unknown,
+        tool_calls=records,
+    )
+
+
+async def _observe(run: TurnRun, point: str, hooks: Any, result: Any) -> list[Message] | None:
+    ctx = run.hook_context(point)
+    ctx.result = result
+    ctx.output_messages = list(run.record)
+    ctx.usage = run.usage
+    for hook in hooks:
+        try:
+            await call_hook(hook, ctx)
+        except Exception:
+            run.agent.log.exception("%s hook failed", point)
+    return ctx.output_messages
+
+
+async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
+    ids = _in_flight(run, ending)
+    records = run.call_records(ids)
+    outcome = _outcome(run, ending, records)
+    recorded = [reminder_message(r) for r, keep in run.queued_reminders if keep]
+    run.queued_reminders = []
+    messages = close_turn(run.record, outcome, recorded_reminders=recorded)
+    hooks = run.agent.hooks.on_incomplete_turn
+    if hooks:
+        ctx = run.hook_context("on_incomplete_turn")
+        ctx.output_messages = messages
+        ctx.turn = outcome
+        for hook in hooks:
+            try:
+                await call_hook(hook, ctx)
+            except Exception:
+                run.agent.log.exception("on_incomplete_turn hook failed")
+        if isinstance(ctx.turn, TurnOutcome):
+            outcome = ctx.turn
+        messages = list(ctx.output_messages)
+    run.record = messages
+    return outcome
+
+
+def _complete(run: TurnRun, ending: Ending) -> None:
+    if ending.pending_calls:  # a refusal: its calls are answered "Not run", no note
+        for c in ending.pending_calls:
+            run.set_call(c, "not_started")
+        states = {c.id: "not_started" for c in ending.pending_calls}
+        run.record = answer_open_calls(run.record, states)
+    run.flush_reminders()
+
+
+async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -> RunResult[Any]:
+    """End the turn: close, end hooks, write, ``turn_ended``; return the result."""
+    status: TurnStatus
+    outcome: TurnOutcome | None = None
+    if ending.status == "completed":
+        status = "completed"
+        _complete(run, ending)
+    else:
+        status = "incomplete"
+        outcome = await _close(run, ending)
+    finished = datetime.now(UTC)
+    turn = Turn(
+        id=run.turn_id,
+        status=status,
+        origin=run.origin,
+        messages=tuple(run.record),
+        tool_calls=run.call_records(),
+        usage=run.turn_usage,
+        outcome=outcome,
+        created_at=run.created_at,
+        finished_at=finished,
+        model_calls=run.model_calls,
+        executed_tool_calls=run.executed_tool_calls,
+    )
+    last = run.last_response
+    result: RunResult[Any] = RunResult(
+        status=status,
+        turn=turn,
+        usage=run.usage,
+        output_messages=turn.messages,
+        items=tuple(run.items),
+        error=ending.error if status == "incomplete" else None,
+        stop_reason=last.stop_reason if last is not None else None,
+        stop_details=last.stop_details if last is not None else None,
+        model=run.model.name,
+        created_at=run.created_at,
+        finished_at=finished,
+        output=run.output,
+    )
+    if status == "completed" and run.agent.hooks.post_generation:
+        await _observe(run, "post_generation", run.agent.hooks.post_generation, result)
+    if span is not None:
+        span.set_usage(run.usage)
+        span.set_response(
+            status, outcome.reason if outcome else None, outcome.next if outcome else None
+        )
+        span.end(ending.error if status == "incomplete" else None)
+    try:
+        await run.emit(TurnEndedEvent(turn=turn))
+    except Exception:
+        run.agent.log.exception("the on_event handler failed on turn_ended")
+    run.items.pop()  # turn_ended is not part of result.items
+    return replace(result, turn=turn)

@@ -1,0 +1,137 @@
+"""Executing one tool call under its governance: timeout, retry policy, failures as data.
+
+``timeout`` is a hard deadline around each attempt; on expiry the handler is cancelled and the
+call is answered ``Tool "x" timed out after N s.`` and recorded ``unknown`` (it may have taken
+effect). The retry policy (idempotent or read-only tools only) retries handler exceptions and
+timeouts, never ``is_error`` results, cancellation or ``ToolFatalError``. A tool exception
+becomes ``Tool execution error: <message>``; the traceback is logged, never sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from dive.agent._outputs import error_result, to_tool_result
+from dive.agent._records import CallState
+from dive.agent._run import TurnRun
+from dive.errors import ToolFatalError
+from dive.messages import ToolCall, ToolResult
+from dive.tools import Background, Suspend, Tool, ToolContext
+from dive.tracing import NopTracer, ToolCallInfo
+
+__all__ = ["ExecResult", "execute_call"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What one call produced: its result and state (``unknown`` after a timeout)."""
+
+    result: ToolResult
+    state: CallState = "completed"
+    error: str | None = None
+
+
+class _Timeout(Exception):
+    pass
+
+
+async def _attempt(tool: Tool, value: Any, ctx: ToolContext, limit: float | None) -> Any:
+    if limit is None:
+        return await tool.call(value, ctx)
+    cm = asyncio.timeout(limit)
+    try:
+        async with cm:
+            return await tool.call(value, ctx)
+    except TimeoutError:
+        if cm.expired():
+            raise _Timeout() from None
+        raise
+
+
+def _fmt_seconds(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+async def _run_with_policy(
+    run: TurnRun, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext
+) -> ExecResult:
+    d = tool.definition
+    policy = d.retry_policy
+    attempts = policy.max_attempts if policy is not None else 1
+    last = ""
+    for k in range(attempts):
+        ctx.attempt = k + 1
+        try:
+            output = await _attempt(tool, value, ctx, d.timeout)
+        except _Timeout:
+            last = f'Tool "{call.name}" timed out after {_fmt_seconds(d.timeout or 0)} s.'
+            if k + 1 == attempts:
+                return ExecResult(result=error_result(call, last), state="unknown", error=last)
+        except ToolFatalError as exc:
+            return ExecResult(
+                result=error_result(call, f"Tool execution error: {exc}"), error=repr(exc)
+            )
+        except Exception as exc:
+            run.agent.log.error("tool %s (call %s) raised", call.name, call.id, exc_info=True)
+            last = f"Tool execution error: {exc}" if str(exc) else f"Tool execution error: {exc!r}"
+            if k + 1 == attempts:
+                if attempts > 1:
+                    last = f"{last} (after {attempts} attempts)"
+                return ExecResult(result=error_result(call, last), error=repr(exc))
+        else:
+            return _convert(call, output)
+        assert policy is not None
+        delay = policy.delay(k)
+        await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _convert(call: ToolCall, output: Any) -> ExecResult:
+    if isinstance(output, Suspend | Background):
+        kind = type(output).__name__
+        text = f'Tool "{call.name}" returned {kind}, which this version of dive cannot handle yet.'
+        return ExecResult(result=error_result(call, text), error=text)
+    return ExecResult(result=to_tool_result(call, output))
+
+
+async def execute_call(run: TurnRun, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
+    """Run one validated call inside a tool span."""
+    ctx = ToolContext(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        turn_id=run.turn_id,
+        values=run.values,
+        session_id=run.session_id,
+        agent_name=run.agent.name,
+        cancel=run.cancel,
+        emit=run.emit_serialized,
+    )
+    tracer = run.agent.tracer
+    if isinstance(tracer, NopTracer):
+        try:
+            return await _run_with_policy(run, tool, call, value, ctx)
+        finally:
+            ctx.closed = True
+    d = tool.definition
+    span = tracer.start_tool_call(
+        ToolCallInfo(
+            call=call,
+            origin=d.origin,
+            tags=tuple(sorted(d.tags)),
+            effect=d.effect_type,
+            risk=d.risk_level,
+        )
+    )
+    try:
+        res = await _run_with_policy(run, tool, call, value, ctx)
+    except BaseException as exc:
+        span.end(exc)
+        raise
+    finally:
+        ctx.closed = True
+    span.set_result(res.result)
+    span.end(None)
+    return res

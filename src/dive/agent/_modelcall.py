@@ -1,0 +1,89 @@
+"""One model call: stream (or generate), accumulate, and report failures honestly.
+
+A failure is wrapped in :class:`ModelCallError` recording whether a content event had
+already reached the consumer: that decides ``stream_interrupted`` versus ``provider_error``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dive.agent._events import ModelStreamEvent
+from dive.agent._run import TurnRun
+from dive.errors import DiveError, EventHandlerError, StreamInterruptedError
+from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage
+from dive.tracing import ChatInfo, NopTracer
+
+__all__ = ["ModelCallError", "call_model"]
+
+
+class ModelCallError(DiveError):
+    """A model call failed; ``content_started`` says whether content had been delivered."""
+
+    def __init__(self, cause: BaseException, *, content_started: bool) -> None:
+        super().__init__(str(cause) or repr(cause))
+        self.cause = cause
+        self.content_started = content_started
+
+
+async def _stream(run: TurnRun, request: ModelRequest, acc: ResponseAccumulator) -> ModelResponse:
+    emit = run.emit
+    async for event in run.model.stream(request):
+        acc.add(event)
+        await emit(ModelStreamEvent(event=event))
+    return acc.response()
+
+
+async def call_model(run: TurnRun, request: ModelRequest, iteration: int) -> ModelResponse:
+    """Call the model; raises ``ModelCallError`` (or ``EventHandlerError``) on failure."""
+    model = run.model
+    acc = ResponseAccumulator(model.name)
+    run.accumulator = acc
+    tracer = run.agent.tracer
+    span = None
+    if not isinstance(tracer, NopTracer):
+        span = tracer.start_chat(
+            ChatInfo(
+                model=model.name,
+                provider=model.provider,
+                streaming=model.supports_streaming,
+                settings=request.settings,
+                messages=request.messages,
+                iteration=iteration,
+            )
+        )
+    started = time.monotonic()
+    try:
+        if model.supports_streaming:
+            response = await _stream(run, request, acc)
+        else:
+            response = await model.generate(request)
+    except EventHandlerError as exc:
+        _account_partial(run, acc)
+        if span is not None:
+            span.end(exc)
+        raise
+    except Exception as exc:
+        _account_partial(run, acc)
+        if span is not None:
+            span.end(exc)
+        cause = exc
+        if isinstance(exc, StreamInterruptedError) and not acc.content_started:
+            cause = exc
+        raise ModelCallError(cause, content_started=acc.content_started) from exc
+    except BaseException as exc:
+        _account_partial(run, acc)
+        if span is not None:
+            span.end(exc)
+        raise
+    if span is not None:
+        span.set_time_to_first_chunk(time.monotonic() - started)
+        span.set_response(response)
+        span.end(None)
+    return response
+
+
+def _account_partial(run: TurnRun, acc: ResponseAccumulator) -> None:
+    """A call that died after its stream began has unknown usage."""
+    if acc.id is not None or acc.content_started or acc.usage is not None:
+        run.add_usage(acc.usage.with_known(False) if acc.usage is not None else Usage(known=False))

@@ -1,0 +1,83 @@
+"""``RunResult``: what every invocation that began returns.
+
+After the turn boundary dive never raises for the turn's sake: ``status`` says where the turn
+stands (``completed``, ``suspended`` or ``incomplete``), ``turn.outcome`` why it stopped and
+what to do next. ``raise_for_status()`` converts an incomplete turn or a failed save into a
+``TurnError`` for callers who prefer exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from dive.agent._events import AgentEvent, ToolCallResultEvent
+from dive.agent._records import Persistence, Turn, TurnOutcome, TurnStatus
+from dive.errors import TurnError
+from dive.llm import Usage
+from dive.messages import Message
+from dive.messages._codec import JSONValue
+
+__all__ = ["RunResult"]
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult(Generic[OutputT]):
+    """The result of one invocation."""
+
+    status: TurnStatus
+    turn: Turn
+    usage: Usage
+    output_messages: tuple[Message, ...]
+    items: tuple[AgentEvent, ...] = ()
+    error: BaseException | None = None
+    save_error: BaseException | None = None
+    stop_reason: str | None = None
+    stop_details: JSONValue = None
+    model: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    output: OutputT | None = None
+    background_tasks: tuple[Any, ...] = field(default=())
+
+    @property
+    def outcome(self) -> TurnOutcome | None:
+        """How an incomplete turn ended (None otherwise)."""
+        return self.turn.outcome
+
+    @property
+    def persistence(self) -> Persistence:
+        """Whether the turn was saved: ``none``, ``saved``, ``failed`` or ``unknown``."""
+        return self.turn.persistence
+
+    @property
+    def output_text(self) -> str:
+        """The final answer: the assistant text after the last tool result, by passage."""
+        passages: list[str] = []
+        for m in reversed(self.output_messages):
+            if m.role == "tool":
+                break
+            if m.role == "assistant" and m.text:
+                passages.append(m.text)
+        return "\n\n".join(reversed(passages))
+
+    def tool_call_results(self) -> list[ToolCallResultEvent]:
+        """Every ``tool_call_result`` event of this invocation, in order."""
+        return [e for e in self.items if isinstance(e, ToolCallResultEvent)]
+
+    @property
+    def messages(self) -> Sequence[Message]:
+        """The turn's saved messages (``turn.messages``)."""
+        return self.turn.messages
+
+    def raise_for_status(self) -> None:
+        """Raise ``TurnError`` if the turn is incomplete or an error/save error is set."""
+        problem = self.error or self.save_error
+        if self.status == "incomplete" or problem is not None:
+            reason = self.outcome.reason if self.outcome is not None else self.status
+            detail = f": {problem}" if problem is not None else ""
+            raise TurnError(f"turn {self.turn.id} ended {reason}{detail}", self) from problem

@@ -1,0 +1,299 @@
+"""Tool batch execution: the calls of one model response.
+
+Sequential (the default, and whenever a call is ``sequential_only`` or halting), per call:
+check for a stop → check the halted flag → ``tool_call`` event → validate input →
+``pre_tool_use`` → permission gate → check soft stop again → execute in a tool span → post
+hooks → ``tool_call_result`` event.
+
+Parallel (``parallel_tool_execution=True`` and more than one call): phase 1 prepares each call
+in order (events, validation, ``pre_tool_use``, gates); phase 2 runs one task per prepared
+call, at most ``max_tool_concurrency`` at once. Results are handled in completion order and
+recorded in call order. Every ``tool_call`` event gets exactly one ``tool_call_result``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dive.agent._close import HALTED_TEXT
+from dive.agent._events import ToolCallEvent, ToolCallResultEvent
+from dive.agent._exec import ExecResult, execute_call
+from dive.agent._hooks import call_hook
+from dive.agent._outputs import error_result
+from dive.agent._records import CallState
+from dive.agent._run import TurnRun
+from dive.errors import HookAbort
+from dive.messages import Message, TextBlock, ToolCall, ToolResult
+from dive.tools import Tool, ToolCallPreview, suggest_tool_names
+
+__all__ = ["Batch", "run_batch"]
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A call that passed every gate and may run."""
+
+    call: ToolCall
+    tool: Tool
+    input: Any
+    preview: ToolCallPreview | None
+    context: str | None = None
+
+
+@dataclass(slots=True)
+class Batch:
+    """The calls of one response and what is known about each."""
+
+    calls: tuple[ToolCall, ...]
+    states: dict[str, CallState] = field(default_factory=dict[str, CallState])
+    results: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
+    context: dict[str, str] = field(default_factory=dict[str, str])
+    halted: bool = False
+    terminal: bool = False
+    emitted: set[str] = field(default_factory=set[str])
+
+    def messages(self) -> list[Message]:
+        """Result messages in call order (recorded results only), then additional context."""
+        out = [
+            Message(role="tool", name=c.name, content=(self.results[c.id],))
+            for c in self.calls
+            if c.id in self.results
+        ]
+        ctx = [self.context[c.id] for c in self.calls if c.id in self.context]
+        if ctx:
+            out.append(Message(role="user", content=(TextBlock(text="\n".join(ctx)),)))
+        return out
+
+
+def _halts(tool: Tool) -> bool:
+    return tool.definition.halts_batch or tool.toolset_name is not None
+
+
+async def _finish(
+    run: TurnRun,
+    batch: Batch,
+    call: ToolCall,
+    result: ToolResult,
+    state: CallState,
+    *,
+    error: str | None = None,
+    preview: ToolCallPreview | None = None,
+) -> None:
+    batch.results[call.id] = result
+    batch.states[call.id] = state
+    run.set_call(call, state, error=error)
+    batch.emitted.add(call.id)
+    await run.emit(
+        ToolCallResultEvent(
+            call=call,
+            result=result,
+            state=state,
+            error=error,
+            additional_context=batch.context.get(call.id),
+            preview=preview,
+        )
+    )
+
+
+async def _reject(
+    run: TurnRun,
+    batch: Batch,
+    call: ToolCall,
+    text: str,
+    *,
+    error: str,
+    preview: ToolCallPreview | None = None,
+    announce: bool = True,
+) -> None:
+    """Answer a call that will not run with an ``is_error`` result (both events emitted)."""
+    if announce:
+        await run.emit(ToolCallEvent(call=call, preview=preview))
+    await _finish(run, batch, call, error_result(call, text), "completed", error=error)
+
+
+async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | None:
+    tool = run.tools.get(call.name)
+    if tool is None:
+        hint = suggest_tool_names(call.name, run.tools)
+        clause = f" Did you mean: {', '.join(hint)}." if hint else ""
+        text = f'Tool "{call.name}" does not exist and was not called.{clause}'
+        text += " Call one of the tools declared for this turn."
+        await _reject(run, batch, call, text, error=f"UnknownToolError: {call.name}")
+        return None
+    if batch.halted and _halts(tool):
+        await _reject(run, batch, call, HALTED_TEXT, error="BatchHaltedError")
+        return None
+    preview = _preview(tool, call)
+    await run.emit(ToolCallEvent(call=call, preview=preview))
+    if call.raw_arguments is not None:
+        text = (
+            f'Invalid arguments for tool "{call.name}": the input is not a JSON object: '
+            f"{call.raw_arguments[:200]}"
+        )
+        await _reject(run, batch, call, text, error="invalid input", announce=False)
+        return None
+    value, err = tool.validate(call.arguments)
+    if err is not None:
+        await _reject(run, batch, call, err, error="invalid input", announce=False)
+        return None
+    prepared = Prepared(call=call, tool=tool, input=value, preview=preview)
+    if run.agent.hooks.pre_tool_use and not await _pre_tool_use(run, batch, prepared):
+        return None
+    denied = _permission_denied(run, tool)
+    if denied is not None:
+        await _reject(run, batch, call, denied, error="ToolPermissionError", announce=False)
+        return None
+    return prepared
+
+
+def _preview(tool: Tool, call: ToolCall) -> ToolCallPreview | None:
+    try:
+        return tool.preview(call.arguments)
+    except Exception:
+        return None
+
+
+async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
+    """Run ``pre_tool_use`` hooks; False when the call was denied and answered."""
+    ctx = run.hook_context("pre_tool_use")
+    ctx.tool, ctx.call = p.tool, p.call
+    denial: str | None = None
+    for hook in run.agent.hooks.pre_tool_use:
+        try:
+            await call_hook(hook, ctx)
+        except HookAbort:
+            raise
+        except Exception as exc:
+            if denial is None:
+                denial = str(exc) or type(exc).__name__
+    run.take_hook_reminders(ctx)
+    if ctx.additional_context:
+        p.context = ctx.additional_context
+        batch.context[p.call.id] = ctx.additional_context
+    if denial is not None:
+        await _reject(run, batch, p.call, denial, error="denied by pre_tool_use", announce=False)
+        return False
+    if ctx.updated_input is not None:
+        value, err = p.tool.validate(ctx.updated_input)
+        if err is not None:
+            await _reject(run, batch, p.call, err, error="invalid updated input", announce=False)
+            return False
+        p.input = value
+    return True
+
+
+def _permission_denied(run: TurnRun, tool: Tool) -> str | None:
+    needed = tool.definition.required_permissions
+    if not needed:
+        return None
+    granted = run.agent.granted_permissions
+    if "*" in granted or needed <= granted:
+        return None
+    missing = ", ".join(sorted(needed - granted))
+    return (
+        f'Permission denied: tool "{tool.name}" requires permission(s) {missing} '
+        "that this run was not granted."
+    )
+
+
+async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> None:
+    """Post hooks, then the result event, for a call that ran."""
+    result = res.result
+    failed = result.is_error
+    hooks = run.agent.hooks.post_tool_use_failure if failed else run.agent.hooks.post_tool_use
+    if hooks:
+        ctx = run.hook_context("post_tool_use_failure" if failed else "post_tool_use")
+        ctx.tool, ctx.call, ctx.tool_result = p.tool, p.call, result
+        for hook in hooks:
+            try:
+                await call_hook(hook, ctx)
+            except HookAbort:
+                raise
+            except Exception:
+                run.agent.log.exception("%s hook failed", ctx.hook_point)
+        if ctx.tool_result is not None:  # pyright: ignore[reportUnnecessaryComparison]
+            result = ctx.tool_result
+        if ctx.additional_context:
+            prev = batch.context.get(p.call.id)
+            batch.context[p.call.id] = (
+                f"{prev}\n{ctx.additional_context}" if prev else ctx.additional_context
+            )
+        run.take_hook_reminders(ctx)
+    if failed and _halts(p.tool):
+        batch.halted = True
+    if p.tool.definition.terminal:
+        batch.terminal = True
+    await _finish(run, batch, p.call, result, res.state, error=res.error, preview=p.preview)
+
+
+async def _sequential(run: TurnRun, batch: Batch) -> None:
+    for call in batch.calls:
+        run.check_soft_cancel()
+        prepared = await _prepare(run, batch, call)
+        if prepared is None:
+            continue
+        run.check_soft_cancel()
+        batch.states[call.id] = "running"
+        run.set_call(call, "running")
+        run.executed_tool_calls += 1
+        res = await execute_call(run, prepared.tool, call, prepared.input)
+        await _post(run, batch, prepared, res)
+
+
+async def _parallel(run: TurnRun, batch: Batch) -> None:
+    prepared: list[Prepared] = []
+    for call in batch.calls:
+        run.check_soft_cancel()
+        p = await _prepare(run, batch, call)
+        if p is not None:
+            prepared.append(p)
+    run.check_soft_cancel()
+    limit = asyncio.Semaphore(max(1, run.agent.max_tool_concurrency))
+
+    async def one(p: Prepared) -> tuple[Prepared, ExecResult | None]:
+        async with limit:
+            if run.stop_requested:
+                return p, None  # pending → abandoned: never started
+            batch.states[p.call.id] = "running"
+            run.set_call(p.call, "running")
+            run.executed_tool_calls += 1
+            return p, await execute_call(run, p.tool, p.call, p.input)
+
+    tasks = [asyncio.ensure_future(one(p)) for p in prepared]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            p, res = await fut
+            if res is not None:
+                await _post(run, batch, p, res)
+    finally:
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+
+
+async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:
+    """Run the calls of one response; the caller records ``batch.messages()``."""
+    batch = Batch(calls=tuple(calls))
+    for c in batch.calls:
+        batch.states[c.id] = "not_started"
+        run.set_call(c, "not_started")
+    run.batch = batch
+    tools = run.tools
+    sequential = (
+        not run.agent.parallel_tool_execution
+        or len(batch.calls) < 2
+        or any(
+            (t := tools.get(c.name)) is not None and (t.definition.sequential_only or _halts(t))
+            for c in batch.calls
+        )
+    )
+    if sequential:
+        await _sequential(run, batch)
+    else:
+        await _parallel(run, batch)
+    if run.stop_requested and len(batch.results) < len(batch.calls):
+        run.check_soft_cancel()
+    return batch

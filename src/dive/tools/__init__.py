@@ -1,0 +1,36 @@
+"""Tools: function tools, typed tools, toolsets, annotations, outputs and the tool context."""
+
+from dive.tools._context import ToolContext
+from dive.tools._function import FunctionTool, schema_of, tool
+from dive.tools._schema import validate_against_schema
+from dive.tools._tool import (
+    Background,
+    Suspend,
+    SuspendReason,
+    Tool,
+    ToolAnnotations,
+    ToolCallPreview,
+    ToolOutput,
+    ToolReturn,
+)
+from dive.tools._toolset import Toolset, suggest_tool_names
+from dive.tools._typed import TypedTool
+
+__all__ = [
+    "Background",
+    "FunctionTool",
+    "Suspend",
+    "SuspendReason",
+    "Tool",
+    "ToolAnnotations",
+    "ToolCallPreview",
+    "ToolContext",
+    "ToolOutput",
+    "ToolReturn",
+    "Toolset",
+    "TypedTool",
+    "schema_of",
+    "suggest_tool_names",
+    "tool",
+    "validate_against_schema",
+]

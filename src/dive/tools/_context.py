@@ -1,0 +1,92 @@
+"""``ToolContext``: what a running tool can see and do.
+
+``turn_id`` and ``tool_call_id`` together are the idempotency key for side effects: both are
+stable across resume and crash recovery. Output and progress go to the event stream while the
+call's batch is open; events emitted after it closed are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from dive.messages._codec import EMPTY, JSONValue
+
+if TYPE_CHECKING:
+    from dive.agent._cancel import CancelToken
+
+__all__ = ["ToolContext"]
+
+Emit = Callable[[Any], Awaitable[None]]
+
+
+class ToolContext:
+    """Passed to tools that declare a ``ctx`` parameter (excluded from the schema)."""
+
+    __slots__ = (
+        "_cancel",
+        "_emit",
+        "agent_name",
+        "attempt",
+        "closed",
+        "session_id",
+        "tool_call_id",
+        "tool_name",
+        "turn_id",
+        "values",
+    )
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        turn_id: str,
+        values: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        agent_name: str | None = None,
+        cancel: CancelToken | None = None,
+        emit: Emit | None = None,
+    ) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self.turn_id = turn_id
+        self.values: dict[str, Any] = values if values is not None else {}
+        self.session_id = session_id
+        self.agent_name = agent_name
+        self.attempt = 1
+        self.closed = False
+        self._cancel = cancel
+        self._emit = emit
+
+    @property
+    def idempotency_key(self) -> str:
+        """``"<turn_id>:<tool_call_id>"``: stable across resume and recovery."""
+        return f"{self.turn_id}:{self.tool_call_id}"
+
+    @property
+    def soft_cancel_requested(self) -> bool:
+        """True once the run was asked to stop at the next step boundary."""
+        return self._cancel is not None and self._cancel.soft_cancel_requested
+
+    async def stream_output(self, text: str) -> None:
+        """Append text to this call's output stream (a ``tool_stream`` event)."""
+        if self._emit is None or self.closed:
+            return
+        from dive.agent._events import ToolStreamEvent
+
+        await self._emit(ToolStreamEvent(tool_call_id=self.tool_call_id, text=text))
+
+    async def report_progress(
+        self, display: str, metadata: Mapping[str, JSONValue] | None = None
+    ) -> None:
+        """Report progress (a ``tool_progress`` event; the latest wins)."""
+        if self._emit is None or self.closed:
+            return
+        from dive.agent._events import ToolProgressEvent
+
+        await self._emit(
+            ToolProgressEvent(
+                tool_call_id=self.tool_call_id, display=display, metadata=metadata or EMPTY
+            )
+        )

@@ -1,0 +1,144 @@
+"""The tool abstraction: ``Tool``, annotations, previews, outputs and the run context.
+
+A tool is anything with a :class:`~dive.messages.ToolDefinition` and an async ``call``.
+Failures are data: a tool that raises produces an ``is_error`` result, never a crashed turn.
+A tool suspends by *returning* :class:`Suspend`, never by raising.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from dive.messages import ToolDefinition
+from dive.messages._blocks import DocumentBlock, ImageBlock, TextBlock
+from dive.messages._codec import EMPTY, JSONValue, empty
+
+if TYPE_CHECKING:
+    from dive.tools._context import ToolContext
+
+__all__ = [
+    "Background",
+    "Suspend",
+    "SuspendReason",
+    "Tool",
+    "ToolAnnotations",
+    "ToolCallPreview",
+    "ToolOutput",
+    "ToolReturn",
+]
+
+SuspendReason = Literal["input_required", "auth_required", "approval_required"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolAnnotations:
+    """Behaviour hints. ``None`` keeps MCP's "unset"; set hints fill governance fields."""
+
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+    edit: bool | None = None
+    sequential_only: bool = False
+    halts_batch: bool = False
+    extra: Mapping[str, JSONValue] = field(default_factory=empty)
+
+    def effect_type(self) -> Literal["read_only", "write", "external_side_effect"] | None:
+        """The effect type the hints imply (open world wins over write), or None."""
+        if self.open_world:
+            return "external_side_effect"
+        if self.destructive or self.edit:
+            return "write"
+        if self.read_only:
+            return "read_only"
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallPreview:
+    """A summary of what a call will do, computed before it runs (for approval UIs)."""
+
+    summary: str
+    details: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolReturn:
+    """A tool output with an optional UI rendering and error flag."""
+
+    content: Any
+    display: str | None = None
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suspend:
+    """Returned by a tool to suspend the turn until a result is supplied."""
+
+    prompt: str
+    reason: SuspendReason = "input_required"
+    metadata: Mapping[str, JSONValue] = field(default_factory=empty)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Background:
+    """Returned by a tool to finish its work in a task tied to the run."""
+
+    description: str
+    fn: Callable[[], Awaitable[Any]]
+
+
+ToolOutput = (
+    str
+    | TextBlock
+    | ImageBlock
+    | DocumentBlock
+    | Sequence[TextBlock | ImageBlock | DocumentBlock]
+    | ToolReturn
+    | Suspend
+    | Background
+    | JSONValue
+    | Any
+)
+
+
+class Tool(abc.ABC):
+    """Base class of every tool.
+
+    Subclasses set ``definition`` and implement ``call``. ``validate`` checks and converts
+    the model's arguments before ``call``; ``preview`` describes a call before it runs.
+    """
+
+    definition: ToolDefinition
+    annotations: ToolAnnotations = ToolAnnotations()
+    declared_tools: tuple[str, ...] = ()
+    toolset_name: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.definition.name
+
+    def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
+        """Return ``(converted input, None)`` or ``(None, error text)``."""
+        from dive.tools._schema import validate_against_schema
+
+        errors = validate_against_schema(arguments, self.definition.input_schema)
+        if errors:
+            return None, "; ".join(errors)
+        return arguments, None
+
+    def preview(self, arguments: Mapping[str, Any]) -> ToolCallPreview | None:
+        """A preview of the call, or None."""
+        return None
+
+    @abc.abstractmethod
+    async def call(self, input: Any, ctx: ToolContext) -> ToolOutput:
+        """Run the tool on validated input."""
+
+
+EMPTY_ARGS: Mapping[str, Any] = EMPTY
