@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 from dive.agent._events import MessageEvent
 from dive.agent._hooks import StopDecision, call_hook
+from dive.agent._modelcall import call_model
 from dive.agent._records import IncompleteReason
 from dive.agent._reminders import Reminder, reminder_message
 from dive.agent._run import TurnRun
@@ -186,8 +187,6 @@ async def run_loop(run: TurnRun) -> Ending:
             settings=settings,
             prompt_cache_key=run.prompt_cache_key,
         )
-        from dive.agent._modelcall import call_model
-
         response = await call_model(run, request, iteration)
         run.accumulator = None
         iteration += 1

@@ -27,10 +27,15 @@ class ModelCallError(DiveError):
 
 
 async def _stream(run: TurnRun, request: ModelRequest, acc: ResponseAccumulator) -> ModelResponse:
-    emit = run.emit
+    add = acc.add
+    if run.on_event is None:  # raw deltas go only to a listener; nothing else needs them
+        async for event in run.model.stream(request):
+            add(event)
+        return acc.response()
+    deliver = run.deliver
     async for event in run.model.stream(request):
-        acc.add(event)
-        await emit(ModelStreamEvent(event=event))
+        add(event)
+        await deliver(ModelStreamEvent(event=event))
     return acc.response()
 
 

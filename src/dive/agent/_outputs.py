@@ -36,6 +36,15 @@ def _json_text(value: Any) -> str:
 def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> ToolResult:
     """Convert a tool output; an unconvertible value becomes an error result."""
     output = cast(object, result)
+    if isinstance(output, int | float) and not isinstance(output, bool):
+        text = repr(output) if isinstance(output, int) else json.dumps(output)
+        return ToolResult(
+            tool_call_id=call.id,
+            name=call.name,
+            content=(TextBlock(text=text),),
+            structured=output,
+            is_error=is_error,
+        )
     if isinstance(output, str):
         return ToolResult(
             tool_call_id=call.id,

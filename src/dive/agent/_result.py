@@ -34,6 +34,8 @@ class RunResult(Generic[OutputT]):
     usage: Usage
     output_messages: tuple[Message, ...]
     items: tuple[AgentEvent, ...] = ()
+    """Every event of this invocation except ``turn_ended`` and raw ``model_event`` deltas
+    (those are delivered to ``on_event`` / ``stream()`` consumers only)."""
     error: BaseException | None = None
     save_error: BaseException | None = None
     stop_reason: str | None = None

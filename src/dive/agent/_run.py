@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from dive.agent._records import CallState, ToolCallRecord, TurnOrigin
 from dive.agent._reminders import Reminder, reminder_message
 from dive.errors import EventHandlerError, SoftCanceled
 from dive.llm import Model, ModelResponse, ModelSettings, ResponseAccumulator, Usage
-from dive.messages import Message, ToolCall
+from dive.messages import Message, ToolCall, ToolDefinition
 
 if TYPE_CHECKING:
     from dive.agent._agent import Agent
@@ -66,10 +66,10 @@ class TurnRun:
         self.cancel = cancel
         self.values = values
         self.session_id = session_id
-        self.usage = Usage.ZERO
+        self._usages: list[Usage] = []
         self.prior_usage = prior_usage or Usage.ZERO
         self.usage_unknown = False
-        self.calls: dict[str, ToolCallRecord] = {}
+        self.calls: dict[str, _CallEntry] = {}
         self.model_calls = 0
         self.budget_base = 0
         self.prompt_cache_key: str | None = None
@@ -126,34 +126,16 @@ class TurnRun:
 
     def set_call(self, call: ToolCall, state: CallState, *, error: str | None = None) -> None:
         """Record the state of a call (created on first sight, with governance fields)."""
-        prev = self.calls.get(call.id)
-        if prev is None:
+        entry = self.calls.get(call.id)
+        if entry is None:
             tool = self.tools.get(call.name)
-            d = tool.definition if tool is not None else None
-            self.calls[call.id] = ToolCallRecord(
-                id=call.id,
-                name=call.name,
-                state=state,
-                reconcile=state == "unknown" and not (d is not None and d.read_only),
-                error=error,
-                origin=d.origin if d is not None else None,
-                tags=tuple(sorted(d.tags)) if d is not None else (),
-                effect=d.effect_type if d is not None else None,
-                risk=d.risk_level if d is not None else None,
+            self.calls[call.id] = _CallEntry(
+                call.id, call.name, state, error, tool.definition if tool is not None else None
             )
             return
-        read_only = prev.effect == "read_only"
-        self.calls[call.id] = ToolCallRecord(
-            id=prev.id,
-            name=prev.name,
-            state=state,
-            reconcile=state == "unknown" and not read_only,
-            error=error if error is not None else prev.error,
-            origin=prev.origin,
-            tags=prev.tags,
-            effect=prev.effect,
-            risk=prev.risk,
-        )
+        entry.state = state
+        if error is not None:
+            entry.error = error
 
     def is_read_only(self, name: str) -> bool:
         """True if the tool named ``name`` is known and read-only."""
@@ -177,10 +159,18 @@ class TurnRun:
     # --- usage ------------------------------------------------------------------------------
 
     def add_usage(self, usage: Usage) -> None:
-        """Add one model call's usage to the invocation's."""
-        self.usage = self.usage + usage
+        """Add one model call's usage to the invocation's (summed when read)."""
+        self._usages.append(usage)
         if not usage.known:
             self.usage_unknown = True
+
+    @property
+    def usage(self) -> Usage:
+        """Usage of this invocation: every model call's, summed."""
+        total = Usage.ZERO
+        for u in self._usages:
+            total = total + u
+        return total
 
     @property
     def turn_usage(self) -> Usage:
@@ -202,6 +192,18 @@ class TurnRun:
         except Exception as exc:
             raise EventHandlerError(f"the on_event handler raised: {exc!r}") from exc
 
+    async def deliver(self, event: AgentEvent) -> None:
+        """Deliver an event to the handler without keeping it in ``items`` (raw deltas)."""
+        handler = self.on_event
+        if handler is None:
+            return
+        try:
+            out = handler(event)
+            if inspect.isawaitable(out):
+                await out
+        except Exception as exc:
+            raise EventHandlerError(f"the on_event handler raised: {exc!r}") from exc
+
     async def emit_serialized(self, event: AgentEvent) -> None:
         """``emit`` for events from concurrently running tools: one at a time."""
         if self._emit_lock is None:
@@ -209,10 +211,44 @@ class TurnRun:
         async with self._emit_lock:
             await self.emit(event)
 
-    def call_records(
-        self, ids: Mapping[str, Any] | Sequence[str] | None = None
-    ) -> tuple[ToolCallRecord, ...]:
+    def call_records(self, ids: Sequence[str] | None = None) -> tuple[ToolCallRecord, ...]:
         """Records of the given call ids (all calls when None), in order."""
-        if ids is None:
-            return tuple(self.calls.values())
-        return tuple(self.calls[i] for i in ids if i in self.calls)
+        entries = (
+            self.calls.values() if ids is None else [self.calls[i] for i in ids if i in self.calls]
+        )
+        return tuple(e.record() for e in entries)
+
+
+class _CallEntry:
+    """Mutable per-call state while the turn runs; frozen into a ``ToolCallRecord`` at the end."""
+
+    __slots__ = ("definition", "error", "id", "name", "state")
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        state: CallState,
+        error: str | None,
+        definition: ToolDefinition | None,
+    ) -> None:
+        self.id = id
+        self.name = name
+        self.state: CallState = state
+        self.error = error
+        self.definition = definition
+
+    def record(self) -> ToolCallRecord:
+        d = self.definition
+        read_only = d is not None and d.read_only
+        return ToolCallRecord(
+            id=self.id,
+            name=self.name,
+            state=self.state,
+            reconcile=self.state == "unknown" and not read_only,
+            error=self.error,
+            origin=d.origin if d is not None else None,
+            tags=tuple(sorted(d.tags)) if d is not None else (),
+            effect=d.effect_type if d is not None else None,
+            risk=d.risk_level if d is not None else None,
+        )

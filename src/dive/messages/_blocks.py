@@ -119,7 +119,8 @@ class TextBlock:
     cache_control: CacheControl | None = None
 
     def __post_init__(self) -> None:
-        _check_str(self.text, "text")
+        if type(self.text) is not str:
+            _check_str(self.text, "text")
 
 
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
@@ -200,7 +201,9 @@ class ToolResult:
             raise MessageValidationError("field required (a string)", path="tool_call_id")
         given: Any = self.content
         content: tuple[object, ...]
-        if isinstance(given, str):
+        if type(given) is tuple:
+            content = cast("tuple[object, ...]", given)
+        elif isinstance(given, str):
             content = (TextBlock(text=given),)
         else:
             content = tuple(cast("Sequence[object]", given))
@@ -210,7 +213,8 @@ class ToolResult:
                     f"tool results hold text, image or document blocks, not {type(block).__name__}",
                     path=f"content[{i}]",
                 )
-        object.__setattr__(self, "content", content)
+        if content is not given:
+            object.__setattr__(self, "content", content)
 
     @property
     def text(self) -> str:

@@ -96,11 +96,14 @@ class Message:
     created_at: datetime | None = None
 
     def __post_init__(self) -> None:
-        _check_member(self.role, ROLES, "role")
-        _check_member(self.kind, KINDS, "kind")
-        _check_member(self.visibility, VISIBILITIES, "visibility")
+        if self.role not in ROLES:
+            _check_member(self.role, ROLES, "role")
+        if self.kind != "standard" and self.kind not in KINDS:
+            _check_member(self.kind, KINDS, "kind")
+        if self.visibility != "shared" and self.visibility not in VISIBILITIES:
+            _check_member(self.visibility, VISIBILITIES, "visibility")
         given: Any = self.content
-        if not isinstance(given, tuple):
+        if type(given) is not tuple:
             if isinstance(given, str) or not isinstance(given, Sequence):
                 raise MessageValidationError("must be a sequence of content blocks", path="content")
             object.__setattr__(self, "content", tuple(cast("Sequence[Any]", given)))

@@ -181,7 +181,7 @@ class FunctionTool(Tool):
         return self._preview(arguments) if self._preview is not None else None
 
     async def call(self, input: Any, ctx: ToolContext) -> ToolOutput:
-        kwargs = {f: getattr(input, f) for f in self._fields}
+        kwargs = dict(input.__dict__)
         if self._ctx_param is not None:
             kwargs[self._ctx_param] = ctx
         if self._is_async:

@@ -1,0 +1,1 @@
+"""dive benchmarks (``make bench``)."""
