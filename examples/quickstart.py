@@ -1,48 +1,136 @@
-"""dive quickstart: build and validate a history, then run a scripted model conversation.
+"""dive quickstart: an agent with two real tools, streaming its events to the terminal.
 
-Run with ``make demo``. No network is needed: the model here is dive's offline
-``ScriptedModel``.
+Run with ``make demo``. With no provider configured it uses dive's offline scripted model
+and says so; once provider extras are configured (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) the
+same agent runs against the real model.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import operator
+import os
+from pathlib import Path
 
-from dive.errors import IncompleteToolTurnError
-from dive.llm import ModelRequest, collect
-from dive.messages import Message, ToolResult, messages_from_json, messages_to_json
-from dive.messages import validate_complete_turns as validate
+from dive.agent import (
+    Agent,
+    AgentEvent,
+    MessageEvent,
+    ToolCallEvent,
+    ToolCallResultEvent,
+    TurnEndedEvent,
+)
+from dive.llm import Model
+from dive.messages import validate_complete_turns
 from dive.testing import ScriptedModel, call, text, tool_use
+from dive.tools import tool
+
+HERE = Path(__file__).resolve().parent
+
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+}
+
+
+def _eval(node: ast.expr) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.left), _eval(node.right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.operand))
+    raise ValueError("only numbers and + - * / ** are allowed")
+
+
+@tool(effect_type="read_only")
+def calculate(expression: str) -> float:
+    """Evaluate an arithmetic expression.
+
+    Args:
+        expression: numbers with + - * / ** and parentheses, e.g. "(2 + 3) * 4".
+    """
+    return _eval(ast.parse(expression, mode="eval").body)
+
+
+@tool(effect_type="read_only")
+def list_examples() -> list[str]:
+    """List the files in the examples folder."""
+    return sorted(p.name for p in HERE.iterdir() if p.is_file())
+
+
+@tool(effect_type="read_only")
+def read_example(name: str, max_lines: int = 20) -> str:
+    """Read the first lines of a file in the examples folder.
+
+    Args:
+        name: the file name, as listed by list_examples.
+        max_lines: how many lines to return.
+    """
+    path = (HERE / name).resolve()
+    if path.parent != HERE or not path.is_file():
+        raise ValueError(f"{name!r} is not a file in the examples folder")
+    return "\n".join(path.read_text().splitlines()[:max_lines])
+
+
+def offline_model() -> Model:
+    """A scripted model that uses the tools the way a real one would."""
+    return ScriptedModel(
+        [
+            tool_use(call("list_examples", {}), text="I'll look at the examples first."),
+            tool_use(call("read_example", {"name": "quickstart.py", "max_lines": 3})),
+            tool_use(call("calculate", {"expression": "(2 + 3) * 4"})),
+            text(
+                "The examples folder holds the quickstart, whose docstring says it runs an "
+                "agent with two real tools; and (2 + 3) * 4 = 20."
+            ),
+        ],
+        name="scripted-demo",
+    )
+
+
+def pick_model() -> tuple[Model, str]:
+    """A real provider when one is configured, else the offline scripted model."""
+    keys = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+    configured = [k for k in keys if os.environ.get(k)]
+    if configured:
+        return offline_model(), (
+            f"{configured[0]} is set, but this build has no provider modules yet; "
+            "running offline with the bundled scripted model"
+        )
+    return offline_model(), "offline: no provider configured, using the bundled scripted model"
+
+
+async def show(event: AgentEvent) -> None:
+    if isinstance(event, MessageEvent) and event.message.text:
+        print(f"assistant> {event.message.text}")
+    elif isinstance(event, ToolCallEvent):
+        print(f"  tool call  {event.call.name}({dict(event.call.arguments)})")
+    elif isinstance(event, ToolCallResultEvent) and event.result is not None:
+        first = event.result.text.splitlines()[0] if event.result.text else ""
+        print(f"  result     {first[:70]}{' [error]' if event.result.is_error else ''}")
+    elif isinstance(event, TurnEndedEvent):
+        print(f"turn ended: {event.turn.status} after {event.turn.model_calls} model calls")
 
 
 async def main() -> None:
-    print("dive quickstart — offline: using the bundled scripted model (no provider configured)")
-    model = ScriptedModel(
-        [
-            tool_use(call("add", {"a": 2, "b": 3}, id="call_1"), text="Let me add those."),
-            text("2 + 3 = 5."),
-        ]
+    model, note = pick_model()
+    print(f"dive quickstart — {note}")
+    agent = Agent(
+        model=model,
+        instructions="You answer questions about the examples folder and do arithmetic.",
+        tools=[list_examples, read_example, calculate],
     )
-    history = [Message.user("What is 2 + 3?")]
-    first = await collect(model, ModelRequest(system="You add numbers.", messages=tuple(history)))
-    history.append(first.message())
-    for c in first.tool_calls:
-        answer = int(c.arguments["a"]) + int(c.arguments["b"])  # type: ignore[arg-type]
-        print(f"  model called {c.name}({dict(c.arguments)}) -> {answer}")
-        history.append(Message.tool(ToolResult(tool_call_id=c.id, name=c.name, content=str(answer))))
-    second = await collect(model, ModelRequest(messages=tuple(history)))
-    history.append(second.message())
-    print(f"  model answered: {second.text!r} (stop: {second.stop_kind})")
-
-    validate(history)
-    restored = messages_from_json(messages_to_json(history))
-    assert restored == tuple(history)
-    print(f"  history of {len(history)} messages is valid and round-trips through JSON")
-    try:
-        validate(history[:2])
-    except IncompleteToolTurnError as err:
-        print(f"  a cut history is refused: {err}")
-    model.assert_consumed()
+    result = await agent.run(
+        "What is in the examples folder, and what is (2 + 3) * 4?", on_event=show
+    )
+    validate_complete_turns(result.turn.messages)
+    print(f"status={result.status} tokens out={result.usage.output_tokens} history valid")
 
 
 if __name__ == "__main__":
