@@ -1,25 +1,98 @@
-"""dive: one async agent loop with everything a serious agent needs."""
+"""dive: one async agent loop with everything a serious agent needs.
+
+The flat public surface re-exports the names most programs use; each concept lives in its own
+package (``dive.agent``, ``dive.tools``, ``dive.llm``, ``dive.messages``, ``dive.sessions``,
+``dive.testing``).
+"""
 
 from dive import errors, llm, messages
-from dive.errors import DiveError
-from dive.llm import Model, ModelRequest, ModelResponse, ModelSettings, Usage
-from dive.messages import Message, ToolCall, ToolDefinition, ToolResult
+from dive.agent import (
+    Agent,
+    AgentEvent,
+    CancelToken,
+    Durability,
+    Extension,
+    HookContext,
+    Hooks,
+    IncompleteTurns,
+    Limits,
+    Reminder,
+    RunResult,
+    SessionStartResult,
+    StopDecision,
+    Turn,
+    TurnOutcome,
+    await_background_tasks,
+    session_lock,
+)
+from dive.errors import DiveError, HookAbort, ToolFatalError
+from dive.llm import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice, Usage
+from dive.messages import Message, ToolCall, ToolDefinition, ToolResult, ToolRetryPolicy
+from dive.sessions import MemorySessionStore, Session, SessionStore
+from dive.tools import (
+    FunctionTool,
+    Suspend,
+    Tool,
+    ToolAnnotations,
+    ToolContext,
+    ToolReturn,
+    Toolset,
+    TypedTool,
+    tool,
+)
+from dive.tracing import MultiTracer, NopTracer, Tracer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentEvent",
+    "CancelToken",
     "DiveError",
+    "Durability",
+    "Extension",
+    "FunctionTool",
+    "HookAbort",
+    "HookContext",
+    "Hooks",
+    "IncompleteTurns",
+    "Limits",
+    "MemorySessionStore",
     "Message",
     "Model",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "MultiTracer",
+    "NopTracer",
+    "Reminder",
+    "RunResult",
+    "Session",
+    "SessionStartResult",
+    "SessionStore",
+    "StopDecision",
+    "Suspend",
+    "Tool",
+    "ToolAnnotations",
     "ToolCall",
+    "ToolChoice",
+    "ToolContext",
     "ToolDefinition",
+    "ToolFatalError",
     "ToolResult",
+    "ToolRetryPolicy",
+    "ToolReturn",
+    "Toolset",
+    "Tracer",
+    "Turn",
+    "TurnOutcome",
+    "TypedTool",
     "Usage",
     "__version__",
+    "await_background_tasks",
     "errors",
     "llm",
     "messages",
+    "session_lock",
+    "tool",
 ]

@@ -1,6 +1,7 @@
 """The agent loop: ``Agent``, its options, hooks, events, records and results."""
 
-from dive.agent._agent import Agent, UserInput
+from dive.agent._agent import DEFAULT, Agent, UserInput
+from dive.agent._background import BackgroundResult, BackgroundTaskHandle, await_background_tasks
 from dive.agent._cancel import CancelToken
 from dive.agent._close import (
     NOT_RUN_TEXT,
@@ -28,6 +29,7 @@ from dive.agent._hooks import (
     SessionStartResult,
     StopDecision,
 )
+from dive.agent._locks import session_lock
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._records import (
     CallState,
@@ -38,6 +40,7 @@ from dive.agent._records import (
     TurnOrigin,
     TurnOutcome,
 )
+from dive.agent._recover import recover_running_turn
 from dive.agent._reminders import (
     Reminder,
     find_latest_reminder,
@@ -49,6 +52,12 @@ from dive.agent._result import RunResult
 from dive.agent._stream import AgentStream
 
 __all__ = [
+    "DEFAULT",
+    "BackgroundResult",
+    "BackgroundTaskHandle",
+    "await_background_tasks",
+    "recover_running_turn",
+    "session_lock",
     "HOOK_POINTS",
     "NOT_RUN_TEXT",
     "UNKNOWN_TEXT",

@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
+from dive.agent._background import BackgroundResult
+from dive.agent._begin import check_arguments, load_snapshot, plan_turn
 from dive.agent._cancel import CancelToken
 from dive.agent._extension import Extension
 from dive.agent._hooks import Hooks, SessionStartResult, call_hook
+from dive.agent._locks import session_lock
 from dive.agent._options import Durability, IncompleteTurns, Limits
-from dive.agent._records import TurnOrigin, new_turn_id
 from dive.agent._reminders import Reminder, reminder_message
 from dive.agent._result import RunResult
 from dive.agent._run import EventHandler, TurnRun
@@ -30,10 +33,40 @@ from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings
 from dive.messages import Message, ToolDefinition
 from dive.messages._blocks import BLOCK_CLASSES
+from dive.sessions._protocol import Session, SessionSnapshot
 from dive.tools import FunctionTool, Tool, Toolset
 from dive.tracing import NopTracer, Tracer
 
-__all__ = ["Agent", "UserInput"]
+__all__ = ["DEFAULT", "Agent", "UserInput"]
+
+
+class _Default:
+    """Marker for "use the agent's default session"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _RunOptions:
+    new: list[Message]
+    history: Sequence[Message] | None
+    continue_turn: bool
+    background_results: tuple[BackgroundResult, ...]
+    reminders: tuple[Reminder, ...]
+    on_event: EventHandler | None
+    cancel: CancelToken | None
+    values: dict[str, Any]
+    prompt_cache_key: str | None
+    model_settings: ModelSettings | None
+    turn_id: str | None
+    expected_revision: int | None
+
 
 OutputT = TypeVar("OutputT", default=str)
 
@@ -98,6 +131,7 @@ class Agent(Generic[OutputT]):
         incomplete_turns: IncompleteTurns | None = None,
         durability: Durability | None = None,
         prime_reminders: bool = True,
+        session: Session | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -115,6 +149,7 @@ class Agent(Generic[OutputT]):
         self.incomplete_turns = incomplete_turns or IncompleteTurns()
         self.durability = durability or Durability()
         self.log = logger or logging.getLogger("dive.agent")
+        self.session = session
         self.toolsets = tuple(toolsets)
         all_tools = [_as_tool(t) for t in tools]
         merged_hooks = hooks or Hooks()
@@ -160,6 +195,11 @@ class Agent(Generic[OutputT]):
         input: UserInput | None = None,
         *,
         history: Sequence[Message] | None = None,
+        session: Session | _Default | None = DEFAULT,
+        turn_id: str | None = None,
+        expected_revision: int | None = None,
+        continue_turn: bool = False,
+        background_results: Sequence[BackgroundResult] = (),
         reminders: Sequence[Reminder] = (),
         on_event: EventHandler | None = None,
         cancel: CancelToken | None = None,
@@ -167,35 +207,94 @@ class Agent(Generic[OutputT]):
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
     ) -> RunResult[OutputT]:
-        """Run one turn. Raises only before the turn boundary; see ``RunResult``."""
-        if input is None:
-            raise InvalidRunError("nothing to do: pass input")
+        """Run one turn. Raises only before the turn boundary; see ``RunResult``.
+
+        Modes: new ``input``; ``continue_turn=True`` (calls the model on the history as it
+        stands, re-running no tool); ``background_results`` (late results of calls whose turn
+        ended). ``history`` is the pre-turn history of a stateless run; with a ``session``
+        (the agent's by default, ``None`` forces stateless) the session is the history.
+        """
+        chosen = self.session if isinstance(session, _Default) else session
+        check_arguments(
+            input=input,
+            history=history,
+            session=chosen,
+            continue_turn=continue_turn,
+            background_results=background_results,
+        )
         for r in reminders:
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidRunError("reminders must be Reminder objects")
-        new = _input_messages(input)
+        new = _input_messages(input) if input is not None else []
+        options = _RunOptions(
+            new=new,
+            history=history,
+            continue_turn=continue_turn,
+            background_results=tuple(background_results),
+            reminders=tuple(reminders),
+            on_event=on_event,
+            cancel=cancel,
+            values=dict(values or {}),
+            prompt_cache_key=prompt_cache_key,
+            model_settings=model_settings,
+            turn_id=turn_id,
+            expected_revision=expected_revision,
+        )
+        if chosen is None:
+            return await self._start(options, None, None)
+        async with session_lock(chosen.id):
+            snap = await load_snapshot(self, chosen)
+            return await self._start(options, chosen, snap)
+
+    async def _start(
+        self, o: _RunOptions, session: Session | None, snap: SessionSnapshot | None
+    ) -> RunResult[OutputT]:
+        plan = plan_turn(
+            self,
+            snap=snap,
+            history=o.history,
+            new_input=o.new,
+            continue_turn=o.continue_turn,
+            background_results=o.background_results,
+            turn_id=o.turn_id,
+            expected_revision=o.expected_revision,
+        )
         run = TurnRun(
             self,
             model=self.model,
             system_prompt=self.system_prompt(),
-            settings=self.model_settings.merge(model_settings),
-            turn_id=new_turn_id(),
-            origin=TurnOrigin(kind="input"),
-            history=history or (),
-            on_event=on_event,
-            cancel=cancel,
-            values=dict(values or {}),
+            settings=self.model_settings.merge(o.model_settings),
+            turn_id=plan.turn_id,
+            origin=plan.origin,
+            history=plan.history,
+            on_event=o.on_event,
+            cancel=o.cancel,
+            values=o.values,
+            session_id=session.id if session is not None else None,
+            prior_usage=plan.folded.usage if plan.folded is not None else None,
         )
-        run.prompt_cache_key = prompt_cache_key
-        if self.hooks.session_start and not run.history:
+        run.session = session
+        run.loaded_revision = snap.revision if snap is not None else 0
+        run.prompt_cache_key = o.prompt_cache_key
+        if plan.folded is not None:
+            run.adopt(plan.folded)
+        fresh = not plan.history and not o.continue_turn and plan.folded is None
+        if self.hooks.session_start and fresh:
             await self._session_start(run)
-        for m in new:
+        for m in plan.record:
             run.add(m)
-        for r in reminders:
+        for m in plan.model_only:
+            run.add_model_only(m)
+        for r in o.reminders:
             run.add_model_only(reminder_message(r))
         from dive.agent._execute import execute
 
-        return cast("RunResult[OutputT]", await execute(run))
+        return cast("RunResult[OutputT]", await execute(run, o.background_results))
+
+    def is_read_only(self, name: str) -> bool:
+        """True if the agent's static tool ``name`` is read-only."""
+        tool = self.static_tools.get(name)
+        return tool is not None and tool.definition.read_only
 
     async def _session_start(self, run: TurnRun) -> None:
         ctx = run.hook_context("session_start")

@@ -8,18 +8,20 @@ error on it is only logged.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from dive.agent._close import advise, answer_open_calls, close_turn
-from dive.agent._events import TurnEndedEvent
+from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
 from dive.agent._hooks import call_hook
 from dive.agent._loop import Ending
-from dive.agent._records import ToolCallRecord, Turn, TurnOutcome, TurnStatus
+from dive.agent._records import CallState, ToolCallRecord, Turn, TurnOutcome, TurnStatus
 from dive.agent._reminders import reminder_message
 from dive.agent._result import RunResult
 from dive.agent._run import TurnRun
+from dive.errors import SaveRejectedError
 from dive.messages import Message
 from dive.tracing import AgentRunSpan
 
@@ -46,6 +48,7 @@ def _in_flight(run: TurnRun, ending: Ending) -> list[str]:
     batch = run.batch
     if batch is not None:
         run.batch = None
+        run.owed = [c for c in batch.calls if c.id in batch.announced - batch.emitted]
         for c in batch.calls:
             state = batch.states.get(c.id, "not_started")
             if state in ("running", "waiting"):
@@ -100,6 +103,7 @@ async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
     recorded = [reminder_message(r) for r, keep in run.queued_reminders if keep]
     run.queued_reminders = []
     messages = close_turn(run.record, outcome, recorded_reminders=recorded)
+    await _pay_owed_events(run, messages)
     hooks = run.agent.hooks.on_incomplete_turn
     if hooks:
         ctx = run.hook_context("on_incomplete_turn")
@@ -115,6 +119,48 @@ async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
         messages = list(ctx.output_messages)
     run.record = messages
     return outcome
+
+
+async def _pay_owed_events(run: TurnRun, messages: list[Message]) -> None:
+    """Every announced call gets its ``tool_call_result``, even when its batch was stopped."""
+    if not run.owed:
+        return
+    answers = {r.tool_call_id: r for m in messages if (r := m.tool_result) is not None}
+    states: dict[str, CallState] = {
+        rec.id: rec.state for rec in run.call_records([c.id for c in run.owed])
+    }
+    for call in run.owed:
+        try:
+            await run.emit(
+                ToolCallResultEvent(
+                    call=call, result=answers.get(call.id), state=states.get(call.id, "unknown")
+                )
+            )
+        except Exception:
+            run.agent.log.exception("the on_event handler failed on an owed tool_call_result")
+    run.owed = []
+
+
+async def _write(run: TurnRun, turn: Turn) -> tuple[Turn, BaseException | None]:
+    """The final write, bounded by ``save_timeout``; honest persistence either way."""
+    session = run.session
+    if session is None:
+        return turn, None
+    limit = run.agent.incomplete_turns.save_timeout
+    task = asyncio.ensure_future(session.checkpoint(turn, expected_revision=run.loaded_revision))
+    done, _ = await asyncio.wait({task}, timeout=limit)
+    if not done:
+        task.cancel()
+        err = TimeoutError(f"saving turn {turn.id} did not finish within {limit:g} s")
+        return replace(turn, persistence="unknown"), err
+    exc = task.exception()
+    if exc is None:
+        revision = task.result()
+        run.loaded_revision = revision
+        return replace(turn, persistence="saved", revision=revision), None
+    state = "failed" if isinstance(exc, SaveRejectedError) else "unknown"
+    run.agent.log.error("saving turn %s failed (%s)", turn.id, state, exc_info=exc)
+    return replace(turn, persistence=state), exc
 
 
 def _complete(run: TurnRun, ending: Ending) -> None:
@@ -167,6 +213,14 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
     )
     if status == "completed" and run.agent.hooks.post_generation:
         await _observe(run, "post_generation", run.agent.hooks.post_generation, result)
+    turn, save_error = await _write(run, turn)
+    result = replace(
+        result,
+        turn=turn,
+        output_messages=turn.messages,
+        save_error=save_error,
+        background_tasks=tuple(run.background_tasks),
+    )
     if span is not None:
         span.set_usage(run.usage)
         span.set_response(
@@ -178,4 +232,4 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
     except Exception:
         run.agent.log.exception("the on_event handler failed on turn_ended")
     run.items.pop()  # turn_ended is not part of result.items
-    return replace(result, turn=turn)
+    return result

@@ -14,8 +14,10 @@ emitted, and ``CancelledError`` is re-raised.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
+from dive.agent._background import BackgroundResult
 from dive.agent._end import finish_turn
 from dive.agent._hooks import call_hook
 from dive.agent._loop import Ending, run_loop
@@ -31,6 +33,7 @@ from dive.errors import (
     SoftCanceled,
     StreamInterruptedError,
 )
+from dive.messages import ToolCall
 from dive.tracing import AgentRunInfo, AgentRunSpan, NopTracer
 
 __all__ = ["execute"]
@@ -153,9 +156,26 @@ def _start_span(run: TurnRun) -> AgentRunSpan | None:
     )
 
 
-async def execute(run: TurnRun) -> RunResult[Any]:
+async def _deliver_background(run: TurnRun, results: Sequence[BackgroundResult]) -> None:
+    """``post_background_tool_use`` for each delivered result (observe only; logged)."""
+    hooks = run.agent.hooks.post_background_tool_use
+    for r in results:
+        ctx = run.hook_context("post_background_tool_use")
+        ctx.call = ToolCall(id=r.tool_call_id, name=r.name)
+        ctx.tool_result = r.result
+        ctx.tool = run.agent.static_tools.get(r.name)
+        for hook in hooks:
+            try:
+                await call_hook(hook, ctx)
+            except Exception:
+                run.agent.log.exception("post_background_tool_use hook failed")
+
+
+async def execute(run: TurnRun, background: Sequence[BackgroundResult] = ()) -> RunResult[Any]:
     """Everything after the turn boundary; returns the one result of the turn."""
     span = _start_span(run)
+    if background and run.agent.hooks.post_background_tool_use:
+        await _deliver_background(run, background)
     cancelled: asyncio.CancelledError | None = None
     try:
         ending = await _drive(run)

@@ -25,8 +25,11 @@ from dive.messages import Message, ToolCall, ToolDefinition
 
 if TYPE_CHECKING:
     from dive.agent._agent import Agent
+    from dive.agent._background import BackgroundTaskHandle
     from dive.agent._cancel import CancelToken
+    from dive.agent._records import Turn
     from dive.agent._toolbatch import Batch
+    from dive.sessions import Session
     from dive.tools import Tool
 
 __all__ = ["EventHandler", "TurnRun"]
@@ -73,6 +76,10 @@ class TurnRun:
         self.model_calls = 0
         self.budget_base = 0
         self.prompt_cache_key: str | None = None
+        self.session: Session | None = None
+        self.loaded_revision = 0
+        self.background_tasks: list[BackgroundTaskHandle] = []
+        self.owed: list[ToolCall] = []
         self.executed_tool_calls = 0
         self.items: list[AgentEvent] = []
         self.last_response: ModelResponse | None = None
@@ -86,6 +93,19 @@ class TurnRun:
         self.created_at = datetime.now(UTC)
         self.started = time.monotonic()
         self._emit_lock: asyncio.Lock | None = None
+
+    def adopt(self, turn: Turn) -> None:
+        """Fold into a stored incomplete turn: same id, its calls and counters carry over."""
+        for rec in turn.tool_calls:
+            tool = self.tools.get(rec.name) or self.agent.static_tools.get(rec.name)
+            entry = _CallEntry(
+                rec.id, rec.name, rec.state, rec.error, tool.definition if tool else None
+            )
+            self.calls[rec.id] = entry
+        self.model_calls = turn.model_calls
+        self.budget_base = turn.model_calls
+        self.executed_tool_calls = turn.executed_tool_calls
+        self.created_at = turn.created_at or self.created_at
 
     # --- messages -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dive.agent._background import BackgroundTaskHandle
 from dive.agent._close import HALTED_TEXT
 from dive.agent._events import ToolCallEvent, ToolCallResultEvent
 from dive.agent._exec import ExecResult, execute_call
@@ -53,6 +54,7 @@ class Batch:
     context: dict[str, str] = field(default_factory=dict[str, str])
     halted: bool = False
     terminal: bool = False
+    announced: set[str] = field(default_factory=set[str])
     emitted: set[str] = field(default_factory=set[str])
 
     def messages(self) -> list[Message]:
@@ -110,6 +112,7 @@ async def _reject(
 ) -> None:
     """Answer a call that will not run with an ``is_error`` result (both events emitted)."""
     if announce:
+        batch.announced.add(call.id)
         await run.emit(ToolCallEvent(call=call, preview=preview))
     await _finish(run, batch, call, error_result(call, text), "completed", error=error)
 
@@ -127,6 +130,7 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
         await _reject(run, batch, call, HALTED_TEXT, error="BatchHaltedError")
         return None
     preview = _preview(tool, call)
+    batch.announced.add(call.id)
     await run.emit(ToolCallEvent(call=call, preview=preview))
     if call.raw_arguments is not None:
         text = (
@@ -262,16 +266,34 @@ async def _parallel(run: TurnRun, batch: Batch) -> None:
             run.executed_tool_calls += 1
             return p, await execute_call(run, p.tool, p.call, p.input)
 
-    tasks = [asyncio.ensure_future(one(p)) for p in prepared]
+    tasks: dict[asyncio.Future[Any], Prepared] = {
+        asyncio.ensure_future(one(p)): p for p in prepared
+    }
     try:
         for fut in asyncio.as_completed(tasks):
             p, res = await fut
             if res is not None:
                 await _post(run, batch, p, res)
-    finally:
-        for t in tasks:
-            if not t.done():
-                t.cancel()
+    except BaseException:
+        _abandon(run, batch, tasks)
+        raise
+
+
+def _abandon(run: TurnRun, batch: Batch, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
+    """A stopped batch: running calls get a background handle; their tasks are cancelled."""
+    for task, p in tasks.items():
+        if task.done():
+            continue
+        if batch.states.get(p.call.id) == "running":
+            run.background_tasks.append(
+                BackgroundTaskHandle(
+                    task,
+                    p.call,
+                    run.turn_id,
+                    f"{p.call.name} call still running when its turn ended",
+                )
+            )
+        task.cancel()
 
 
 async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:

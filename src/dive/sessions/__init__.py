@@ -1,0 +1,19 @@
+"""Sessions as turn stores: the protocol, the shared log rules and the backends."""
+
+from dive.sessions._memory import MemorySessionStore
+from dive.sessions._protocol import (
+    Session,
+    SessionInfo,
+    SessionSnapshot,
+    SessionStore,
+    validate_session_id,
+)
+
+__all__ = [
+    "MemorySessionStore",
+    "Session",
+    "SessionInfo",
+    "SessionSnapshot",
+    "SessionStore",
+    "validate_session_id",
+]

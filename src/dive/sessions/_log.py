@@ -1,0 +1,168 @@
+"""The session log: pure rules every backend shares.
+
+A session is an ordered log of entries: turn records and compaction records. ``checkpoint``
+replaces the open turn when the ids match, appends otherwise (marking an incomplete open turn
+``superseded``), and refuses to append while the open turn is suspended. The snapshot's
+history starts at the latest compaction summary; superseded and completed turns appear with
+their (closed) messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict
+
+from dive.agent._records import Turn, TurnOutcome
+from dive.errors import NoTurnError, RevisionConflictError, SuspendedSessionError, UserError
+from dive.llm import Usage
+from dive.messages import Message
+from dive.messages._codec import FORBID_EXTRA
+from dive.sessions._protocol import SessionSnapshot
+
+__all__ = ["Compaction", "Entry", "Plan", "plan_checkpoint", "plan_remove_last", "snapshot"]
+
+_OPEN = frozenset({"suspended", "incomplete", "running"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compaction:
+    """A non-destructive compaction record: history restarts at ``summary``."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
+    kind: Literal["compaction"] = "compaction"
+    summary: Message
+    revision: int = 0
+    created_at: datetime | None = None
+
+
+Entry = Turn | Compaction
+
+
+def is_open(turn: Turn) -> bool:
+    """True for a suspended, incomplete or running turn that is not superseded."""
+    return turn.status in _OPEN and not turn.superseded
+
+
+def open_turn(entries: Sequence[Entry]) -> tuple[int, Turn] | None:
+    """The index and record of the open turn, if the last entry is one."""
+    if entries and isinstance(entries[-1], Turn) and is_open(entries[-1]):
+        return len(entries) - 1, entries[-1]
+    return None
+
+
+def snapshot(entries: Sequence[Entry], revision: int) -> SessionSnapshot:
+    """The snapshot of a log."""
+    start = 0
+    for i in range(len(entries) - 1, -1, -1):
+        if isinstance(entries[i], Compaction):
+            start = i
+            break
+    found = open_turn(entries)
+    end = found[0] if found is not None else len(entries)
+    history: list[Message] = []
+    for e in entries[start:end]:
+        if isinstance(e, Compaction):
+            history.append(e.summary)
+        else:
+            history.extend(e.messages)
+    latest: TurnOutcome | None = None
+    for e in reversed(entries):
+        if isinstance(e, Turn):
+            if e.status == "completed":
+                break
+            if e.outcome is not None:
+                latest = e.outcome
+                break
+    return SessionSnapshot(
+        history=tuple(history),
+        open_turn=found[1] if found is not None else None,
+        revision=revision,
+        latest_outcome=latest,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a write does: replace the entry at ``index`` or append (superseding ``index``)."""
+
+    action: Literal["replace", "append"]
+    turn: Turn
+    index: int | None = None
+    supersede: Turn | None = None
+
+
+def plan_checkpoint(
+    entries: Sequence[Entry], turn: Turn, *, expected_revision: int, revision: int
+) -> Plan:
+    """Validate a checkpoint against the log; raise ``SaveRejectedError`` subclasses."""
+    if expected_revision != revision:
+        raise RevisionConflictError(
+            f"expected revision {expected_revision} but the session is at {revision}; "
+            "reload the session and retry"
+        )
+    if turn.status not in ("running", "completed", "incomplete", "suspended"):
+        raise UserError(f"cannot checkpoint a turn with status {turn.status!r}")
+    if turn.status == "suspended" and turn.suspension is None:
+        raise UserError("a suspended turn needs its suspension state")
+    stamped = replace(turn, revision=revision + 1, persistence="saved")
+    found = open_turn(entries)
+    if found is not None and found[1].id == turn.id:
+        return Plan("replace", stamped, index=found[0])
+    if any(isinstance(e, Turn) and e.id == turn.id for e in entries):
+        raise RevisionConflictError(
+            f"turn {turn.id} is already recorded and is not the open turn; it cannot be replaced"
+        )
+    if found is not None and found[1].status == "suspended":
+        raise SuspendedSessionError(
+            f"the session's turn {found[1].id} is suspended: resume it with tool_results= or "
+            "close it with cancel_suspended_turn() before starting a new turn"
+        )
+    if found is not None:
+        return Plan("append", stamped, index=found[0], supersede=replace(found[1], superseded=True))
+    return Plan("append", stamped)
+
+
+def plan_remove_last(
+    entries: Sequence[Entry], *, expected_revision: int | None, revision: int
+) -> int:
+    """Index of the turn ``remove_last_turn`` deletes; raises ``NoTurnError``."""
+    if expected_revision is not None and expected_revision != revision:
+        raise RevisionConflictError(
+            f"expected revision {expected_revision} but the session is at {revision}"
+        )
+    if not entries:
+        raise NoTurnError("the session has no turn to remove")
+    if isinstance(entries[-1], Compaction):
+        raise NoTurnError("the last entry is a compaction, not a turn; nothing was removed")
+    return len(entries) - 1
+
+
+def fork_entries(entries: Sequence[Entry], *, include_open_turn: bool) -> list[Entry]:
+    """The entries a fork copies: up to the last completed turn, or the open turn closed."""
+    from dive.agent._recover import close_for_fork
+
+    found = open_turn(entries)
+    if found is None:
+        return list(entries)
+    base = list(entries[: found[0]])
+    if include_open_turn:
+        base.append(close_for_fork(found[1]))
+    return base
+
+
+def sum_usage(entries: Sequence[Entry]) -> Usage:
+    """Usage summed over every turn record."""
+    total = Usage.ZERO
+    for e in entries:
+        if isinstance(e, Turn):
+            total = total + e.usage
+    return total
+
+
+def now() -> datetime:
+    """The current UTC time."""
+    return datetime.now(UTC)

@@ -1,0 +1,199 @@
+"""The session store protocol: the session *is* the turn store.
+
+Every method takes the session id (``[A-Za-z0-9._:-]{1,128}``, validated before anything is
+read or written). One session-wide revision advances on every write. ``checkpoint`` replaces
+the open turn when the ids match and appends a new turn otherwise; a stale
+``expected_revision`` raises ``RevisionConflictError`` and writes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from dive.errors import UserError
+from dive.llm import Usage
+from dive.messages import Message
+from dive.messages._codec import empty
+
+if TYPE_CHECKING:
+    from dive.agent._records import Turn, TurnOutcome
+
+__all__ = [
+    "Session",
+    "SessionInfo",
+    "SessionSnapshot",
+    "SessionStore",
+    "validate_session_id",
+]
+
+_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def validate_session_id(session_id: str) -> str:
+    """Return ``session_id`` or raise ``UserError`` saying what is allowed."""
+    if not isinstance(session_id, str) or not _ID.match(session_id):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(
+            f"invalid session id {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ : -"
+        )
+    return session_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionSnapshot:
+    """A session as loaded.
+
+    Attributes:
+        history: the conversation before the open turn, as the model sees it (from the latest
+            compaction summary on; superseded turns appear closed).
+        open_turn: the last turn if suspended, incomplete or running, else None.
+        revision: the session revision (0 when empty).
+        latest_outcome: the outcome of the latest incomplete turn record, kept across
+            compaction; None once a later turn completed.
+    """
+
+    history: tuple[Message, ...] = ()
+    open_turn: Turn | None = None
+    revision: int = 0
+    latest_outcome: TurnOutcome | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionInfo:
+    """A row of ``list()``."""
+
+    id: str
+    title: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    turn_count: int = 0
+    revision: int = 0
+    suspended: bool = False
+    metadata: Mapping[str, str] = field(default_factory=empty)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Durable storage of turn records, by session id."""
+
+    async def load(self, id: str) -> SessionSnapshot:
+        """The session's snapshot (an empty one for an unknown id)."""
+        ...
+
+    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
+        """Replace the open turn (same id) or append ``turn``; return the new revision."""
+        ...
+
+    async def list(
+        self, *, limit: int = 100, offset: int = 0, suspended: bool | None = None
+    ) -> list[SessionInfo]:
+        """Sessions, most recently updated first."""
+        ...
+
+    async def delete(self, id: str) -> None:
+        """Delete a session (idempotent)."""
+        ...
+
+    async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
+        """Copy a session up to its last completed turn (optionally the open turn, closed)."""
+        ...
+
+    async def compact(self, id: str, summary: Message) -> int:
+        """Record a compaction summary; earlier turns stay stored but leave the history."""
+        ...
+
+    async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
+        """Delete the last turn in any state."""
+        ...
+
+    async def turns(self, id: str) -> list[Turn]:
+        """Every turn record, oldest first (compacted ones included)."""
+        ...
+
+    async def total_usage(self, id: str) -> Usage:
+        """Usage summed over every turn record."""
+        ...
+
+    async def claim(self, id: str, owner: str, ttl: float) -> None:
+        """Take the session for ``owner`` for ``ttl`` seconds (``SessionClaimedError`` if held)."""
+        ...
+
+    async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
+        """Extend ``owner``'s claim (``SessionClaimedError`` if lost)."""
+        ...
+
+    async def release_claim(self, id: str, owner: str) -> None:
+        """Release ``owner``'s claim (no error if it is not held)."""
+        ...
+
+    def session(self, id: str) -> Session:
+        """A handle bound to one session id."""
+        ...
+
+
+class Session:
+    """A store bound to one session id: what ``Agent(session=...)`` takes."""
+
+    __slots__ = ("id", "store")
+
+    def __init__(self, store: SessionStore, id: str) -> None:
+        self.store = store
+        self.id = validate_session_id(id)
+
+    async def load(self) -> SessionSnapshot:
+        """See :meth:`SessionStore.load`."""
+        return await self.store.load(self.id)
+
+    async def checkpoint(self, turn: Turn, *, expected_revision: int) -> int:
+        """See :meth:`SessionStore.checkpoint`."""
+        return await self.store.checkpoint(self.id, turn, expected_revision=expected_revision)
+
+    async def delete(self) -> None:
+        """See :meth:`SessionStore.delete`."""
+        await self.store.delete(self.id)
+
+    async def fork(self, new_id: str, *, include_open_turn: bool = False) -> int:
+        """See :meth:`SessionStore.fork`."""
+        return await self.store.fork(self.id, new_id, include_open_turn=include_open_turn)
+
+    async def compact(self, summary: Message) -> int:
+        """See :meth:`SessionStore.compact`."""
+        return await self.store.compact(self.id, summary)
+
+    async def remove_last_turn(self, *, expected_revision: int | None = None) -> int:
+        """See :meth:`SessionStore.remove_last_turn`."""
+        return await self.store.remove_last_turn(self.id, expected_revision=expected_revision)
+
+    async def turns(self) -> list[Turn]:
+        """See :meth:`SessionStore.turns`."""
+        return await self.store.turns(self.id)
+
+    async def total_usage(self) -> Usage:
+        """See :meth:`SessionStore.total_usage`."""
+        return await self.store.total_usage(self.id)
+
+    async def claim(self, owner: str, ttl: float) -> None:
+        """See :meth:`SessionStore.claim`."""
+        await self.store.claim(self.id, owner, ttl)
+
+    async def renew_claim(self, owner: str, ttl: float) -> None:
+        """See :meth:`SessionStore.renew_claim`."""
+        await self.store.renew_claim(self.id, owner, ttl)
+
+    async def release_claim(self, owner: str) -> None:
+        """See :meth:`SessionStore.release_claim`."""
+        await self.store.release_claim(self.id, owner)
+
+    async def messages(self) -> list[Message]:
+        """The full history as the model would see it now (open turn included)."""
+        snap = await self.load()
+        out = list(snap.history)
+        if snap.open_turn is not None:
+            out.extend(snap.open_turn.messages)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r})"
