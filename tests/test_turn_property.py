@@ -1,0 +1,185 @@
+"""Property test of the turn contract.
+
+Random scripts of model responses (text, tool calls, parallel calls, truncated tool_use, every
+stop reason, provider faults, cut streams), tool behaviours (ok, raise, slow) and interruptions
+(hard cancel, soft cancel, deadline at random points). After every run:
+
+- the returned and the saved history pass ``validate_complete_turns``;
+- exactly one ``turn_ended``, delivered last; every ``tool_call`` has exactly one
+  ``tool_call_result``;
+- a call whose tool started is never answered "Not run"; soft cancel never yields "unknown";
+- the session can be continued to a completed turn without re-running any tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dive.agent import (
+    NOT_RUN_TEXT,
+    Agent,
+    AgentEvent,
+    CancelToken,
+    Limits,
+    ToolCallEvent,
+    ToolCallResultEvent,
+    TurnEndedEvent,
+)
+from dive.llm import ModelResponse
+from dive.messages import TextBlock, ToolCall, validate_complete_turns
+from dive.sessions import MemorySessionStore
+from dive.testing import ScriptedModel, ScriptItem, Step, text
+from dive.tools import ToolContext, tool
+
+STOP_REASONS = [
+    "tool_use",
+    "end_turn",
+    "max_tokens",
+    "model_context_window_exceeded",
+    "refusal",
+    "error",
+    "pause_turn",
+    "something_new",
+]
+
+
+@dataclass
+class World:
+    started: set[str] = field(default_factory=set[str])
+    finished: set[str] = field(default_factory=set[str])
+    runs: int = 0
+
+
+@st.composite
+def calls(draw: st.DrawFn, prefix: str) -> list[ToolCall]:
+    n = draw(st.integers(1, 3))
+    out: list[ToolCall] = []
+    for i in range(n):
+        mode = draw(st.sampled_from(["ok", "ok", "raise", "slow"]))
+        out.append(
+            ToolCall(
+                id=f"{prefix}_{i}",
+                name="work",
+                arguments={"mode": mode, "ms": draw(st.integers(0, 4))},
+            )
+        )
+    if draw(st.booleans()) and draw(st.booleans()):
+        out.append(
+            ToolCall(id=f"{prefix}_t", name="work", arguments={}, raw_arguments='{"mode": "o')
+        )
+    return out
+
+
+@st.composite
+def script_item(draw: st.DrawFn, index: int) -> ScriptItem:
+    kind = draw(st.sampled_from(["text", "calls", "calls", "calls", "raise", "cut"]))
+    delay = draw(st.sampled_from([0.0, 0.0, 0.002, 0.01]))
+    if kind == "text":
+        reason = draw(
+            st.sampled_from(["end_turn", "stop_sequence", "refusal", "max_tokens", "odd"])
+        )
+        return Step(response=text(f"answer {index}", stop_reason=reason), delay=delay)
+    if kind == "raise":
+        return Step(raise_before=RuntimeError("provider down"), delay=delay)
+    blocks = draw(calls(f"c{index}"))
+    reason = draw(st.sampled_from(STOP_REASONS))
+    response = ModelResponse(content=(TextBlock(text="working"), *blocks), stop_reason=reason)
+    if kind == "cut":
+        return Step(response=response, cut_after=draw(st.integers(1, 8)), delay=delay)
+    return Step(response=response, delay=delay)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[ScriptItem], str, float, bool]:
+    n = draw(st.integers(1, 5))
+    items = [draw(script_item(i)) for i in range(n)]
+    interruption = draw(st.sampled_from(["none", "none", "cancel", "soft", "deadline"]))
+    when = draw(st.sampled_from([0.0, 0.001, 0.003, 0.006, 0.012]))
+    parallel = draw(st.booleans())
+    return items, interruption, when, parallel
+
+
+def make_agent(
+    world: World, model: ScriptedModel, store: MemorySessionStore, **kw: object
+) -> Agent:
+    @tool
+    async def work(ctx: ToolContext, mode: str = "ok", ms: int = 0) -> str:
+        """Do some work."""
+        world.started.add(ctx.tool_call_id)
+        world.runs += 1
+        if mode == "slow":
+            await asyncio.sleep(ms / 1000 + 0.002)
+        if mode == "raise":
+            raise RuntimeError("tool failed")
+        world.finished.add(ctx.tool_call_id)
+        return f"done {ctx.tool_call_id}"
+
+    return Agent(
+        model=model,
+        tools=[work],
+        session=store.session("prop"),
+        limits=Limits(max_model_calls_per_turn=4, response_timeout=None),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def check_events(events: list[AgentEvent]) -> None:
+    ended = [i for i, e in enumerate(events) if isinstance(e, TurnEndedEvent)]
+    assert ended == [len(events) - 1], "exactly one turn_ended, delivered last"
+    calls_seen = Counter(e.call.id for e in events if isinstance(e, ToolCallEvent))
+    results = Counter(e.call.id for e in events if isinstance(e, ToolCallResultEvent))
+    assert calls_seen == results, (calls_seen, results)
+
+
+async def scenario(items: list[ScriptItem], interruption: str, when: float, parallel: bool) -> None:
+    world = World()
+    store = MemorySessionStore()
+    model = ScriptedModel(items)
+    agent = make_agent(world, model, store, parallel_tool_execution=parallel)
+    if interruption == "deadline":
+        agent.limits = Limits(max_model_calls_per_turn=4, response_timeout=max(when, 0.0005))
+    token = CancelToken()
+    loop = asyncio.get_running_loop()
+    if interruption == "cancel":
+        loop.call_later(when, token.cancel)
+    elif interruption == "soft":
+        loop.call_later(when, token.soft_cancel)
+    events: list[AgentEvent] = []
+    result = await agent.run("start", cancel=token, on_event=events.append)
+    check_events(events)
+    validate_complete_turns(result.turn.messages)
+    saved = await store.session("prop").messages()
+    validate_complete_turns(saved)
+    for m in result.turn.messages:
+        r = m.tool_result
+        if r is not None and r.tool_call_id in world.started:
+            assert r.text != NOT_RUN_TEXT, "a started call was reported Not run"
+    if interruption == "soft":
+        assert all(c.state != "unknown" for c in result.turn.tool_calls), "soft cancel → unknown"
+    if result.status == "incomplete":
+        assert result.outcome is not None
+        assert result.turn.messages[-1].metadata.get("dive.reminder") == "turn-incomplete"
+
+    # Continue to a completed turn; no tool runs again.
+    runs_before = world.runs
+    agent.model = ScriptedModel([text("all done")])
+    agent.limits = Limits(max_model_calls_per_turn=4, response_timeout=None)
+    events2: list[AgentEvent] = []
+    again = await agent.run(continue_turn=True, on_event=events2.append)
+    assert again.status == "completed", again.outcome
+    assert world.runs == runs_before
+    check_events(events2)
+    validate_complete_turns(await store.session("prop").messages())
+
+
+@given(scenarios())
+def test_turn_contract_holds_for_random_scripts(
+    case: tuple[list[ScriptItem], str, float, bool],
+) -> None:
+    items, interruption, when, parallel = case
+    asyncio.run(scenario(items, interruption, when, parallel))
