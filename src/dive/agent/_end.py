@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-from dive.agent._close import advise, answer_open_calls, close_turn
+from dive.agent._close import advise, answer_open_calls, close_turn, outcome_note
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
 from dive.agent._hooks import call_hook
 from dive.agent._loop import Ending
 from dive.agent._records import CallState, ToolCallRecord, Turn, TurnOutcome, TurnStatus
-from dive.agent._reminders import reminder_message
+from dive.agent._reminders import is_reminder, reminder_message
 from dive.agent._result import RunResult
 from dive.agent._run import TurnRun
 from dive.errors import SaveRejectedError
@@ -96,6 +96,15 @@ async def _observe(run: TurnRun, point: str, hooks: Any, result: Any) -> list[Me
     return ctx.output_messages
 
 
+def _renote(messages: list[Message], outcome: TurnOutcome, late: list[Message]) -> list[Message]:
+    """Put late recorded reminders before the note, and make the note match ``outcome``."""
+    note = reminder_message(outcome_note(outcome))
+    for i in range(len(messages) - 1, -1, -1):
+        if is_reminder(messages[i], "turn-incomplete"):
+            return [*messages[:i], *late, note, *messages[i + 1 :]]
+    return [*messages, *late, note]
+
+
 async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
     ids = _in_flight(run, ending)
     records = run.call_records(ids)
@@ -114,9 +123,13 @@ async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
                 await call_hook(hook, ctx)
             except Exception:
                 run.agent.log.exception("on_incomplete_turn hook failed")
-        if isinstance(ctx.turn, TurnOutcome):
-            outcome = ctx.turn
         messages = list(ctx.output_messages)
+        changed = isinstance(ctx.turn, TurnOutcome) and ctx.turn != outcome
+        if changed:
+            outcome = cast(TurnOutcome, ctx.turn)
+        late = [reminder_message(r) for r, keep in ctx.take_reminders() if keep]
+        if changed or late:
+            messages = _renote(messages, outcome, late)
     run.record = messages
     return outcome
 

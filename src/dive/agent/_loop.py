@@ -55,7 +55,6 @@ async def _pre_iteration(run: TurnRun, settings: ModelSettings, iteration: int) 
     ctx.messages = list(run.working)
     ctx.model_settings = settings
     ctx.iteration = iteration
-    before = ctx.messages
     for hook in run.agent.hooks.pre_iteration:
         try:
             await call_hook(hook, ctx)
@@ -63,8 +62,7 @@ async def _pre_iteration(run: TurnRun, settings: ModelSettings, iteration: int) 
             exc.hook = "pre_iteration"
             raise
     run.system_prompt = ctx.system_prompt
-    if ctx.messages is not before or len(ctx.messages) != len(run.working):
-        run.working = list(ctx.messages)
+    run.working = list(ctx.messages)
     run.take_hook_reminders(ctx)
     return ctx.model_settings or settings
 

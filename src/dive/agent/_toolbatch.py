@@ -109,12 +109,19 @@ async def _reject(
     error: str,
     preview: ToolCallPreview | None = None,
     announce: bool = True,
+    failure_hooks_for: Tool | None = None,
 ) -> None:
-    """Answer a call that will not run with an ``is_error`` result (both events emitted)."""
+    """Answer a call that will not run with an ``is_error`` result (both events emitted).
+
+    With ``failure_hooks_for`` (invalid input), ``post_tool_use_failure`` sees the result.
+    """
     if announce:
         batch.announced.add(call.id)
         await run.emit(ToolCallEvent(call=call, preview=preview))
-    await _finish(run, batch, call, error_result(call, text), "completed", error=error)
+    result = error_result(call, text)
+    if failure_hooks_for is not None:
+        result = await _post_hooks(run, batch, call, failure_hooks_for, result, "completed")
+    await _finish(run, batch, call, result, "completed", error=error)
 
 
 async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | None:
@@ -137,11 +144,15 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
             f'Invalid arguments for tool "{call.name}": the input is not a JSON object: '
             f"{call.raw_arguments[:200]}"
         )
-        await _reject(run, batch, call, text, error="invalid input", announce=False)
+        await _reject(
+            run, batch, call, text, error="invalid input", announce=False, failure_hooks_for=tool
+        )
         return None
     value, err = tool.validate(call.arguments)
     if err is not None:
-        await _reject(run, batch, call, err, error="invalid input", announce=False)
+        await _reject(
+            run, batch, call, err, error="invalid input", announce=False, failure_hooks_for=tool
+        )
         return None
     prepared = Prepared(call=call, tool=tool, input=value, preview=preview)
     if run.agent.hooks.pre_tool_use and not await _pre_tool_use(run, batch, prepared):
@@ -168,7 +179,8 @@ async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
     for hook in run.agent.hooks.pre_tool_use:
         try:
             await call_hook(hook, ctx)
-        except HookAbort:
+        except HookAbort as exc:
+            exc.hook = "pre_tool_use"
             raise
         except Exception as exc:
             if denial is None:
@@ -183,7 +195,15 @@ async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
     if ctx.updated_input is not None:
         value, err = p.tool.validate(ctx.updated_input)
         if err is not None:
-            await _reject(run, batch, p.call, err, error="invalid updated input", announce=False)
+            await _reject(
+                run,
+                batch,
+                p.call,
+                err,
+                error="invalid updated input",
+                announce=False,
+                failure_hooks_for=p.tool,
+            )
             return False
         p.input = value
     return True
@@ -203,29 +223,44 @@ def _permission_denied(run: TurnRun, tool: Tool) -> str | None:
     )
 
 
-async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> None:
-    """Post hooks, then the result event, for a call that ran."""
-    result = res.result
+async def _post_hooks(
+    run: TurnRun, batch: Batch, call: ToolCall, tool: Tool, result: ToolResult, state: CallState
+) -> ToolResult:
+    """``post_tool_use`` (or ``_failure``); returns the possibly replaced result.
+
+    On ``HookAbort`` the call's own result is recorded first (it did run), then the abort
+    propagates; its ``tool_call_result`` event is emitted when the batch is closed.
+    """
     failed = result.is_error
     hooks = run.agent.hooks.post_tool_use_failure if failed else run.agent.hooks.post_tool_use
-    if hooks:
-        ctx = run.hook_context("post_tool_use_failure" if failed else "post_tool_use")
-        ctx.tool, ctx.call, ctx.tool_result = p.tool, p.call, result
-        for hook in hooks:
-            try:
-                await call_hook(hook, ctx)
-            except HookAbort:
-                raise
-            except Exception:
-                run.agent.log.exception("%s hook failed", ctx.hook_point)
-        if ctx.tool_result is not None:  # pyright: ignore[reportUnnecessaryComparison]
-            result = ctx.tool_result
-        if ctx.additional_context:
-            prev = batch.context.get(p.call.id)
-            batch.context[p.call.id] = (
-                f"{prev}\n{ctx.additional_context}" if prev else ctx.additional_context
-            )
-        run.take_hook_reminders(ctx)
+    if not hooks:
+        return result
+    ctx = run.hook_context("post_tool_use_failure" if failed else "post_tool_use")
+    ctx.tool, ctx.call, ctx.tool_result = tool, call, result
+    for hook in hooks:
+        try:
+            await call_hook(hook, ctx)
+        except HookAbort as exc:
+            exc.hook = ctx.hook_point
+            batch.results[call.id] = result
+            batch.states[call.id] = state
+            run.set_call(call, state)
+            raise
+        except Exception:
+            run.agent.log.exception("%s hook failed", ctx.hook_point)
+    if ctx.additional_context:
+        prev = batch.context.get(call.id)
+        batch.context[call.id] = (
+            f"{prev}\n{ctx.additional_context}" if prev else ctx.additional_context
+        )
+    run.take_hook_reminders(ctx)
+    return ctx.tool_result if ctx.tool_result is not None else result  # pyright: ignore[reportUnnecessaryComparison]
+
+
+async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> None:
+    """Post hooks, then the result event, for a call that ran."""
+    failed = res.result.is_error
+    result = await _post_hooks(run, batch, p.call, p.tool, res.result, res.state)
     if failed and _halts(p.tool):
         batch.halted = True
     if p.tool.definition.terminal:
