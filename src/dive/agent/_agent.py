@@ -28,7 +28,7 @@ from dive.agent._result import RunResult
 from dive.agent._run import EventHandler, TurnRun
 from dive.agent._stream import AgentStream
 from dive.agent._structured import OutputTool
-from dive.agent._tools import index_tools
+from dive.agent._tools import declared_members, index_tools
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings
 from dive.messages import Message, ToolDefinition
@@ -171,6 +171,7 @@ class Agent(Generic[OutputT]):
         self.hooks = merged_hooks
         self.tools: tuple[Tool, ...] = tuple(all_tools)
         self.static_tools, self.static_definitions = index_tools(self.tools)
+        self.declared_members = declared_members(self.static_tools)
         self._rules = rules
         self.prime_reminders = prime_reminders
         self.instructions = instructions

@@ -86,6 +86,7 @@ class TurnRun:
         self.accumulator: ResponseAccumulator | None = None
         self.batch: Batch | None = None
         self.tools: dict[str, Tool] = {}
+        self.declared_members: frozenset[str] = frozenset()
         self.queued_reminders: list[tuple[Reminder, bool]] = []
         self.model_only: list[Message] = []
         self.output: Any = None

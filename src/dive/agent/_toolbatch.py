@@ -70,8 +70,12 @@ class Batch:
         return out
 
 
-def _halts(tool: Tool) -> bool:
-    return tool.definition.halts_batch or tool.toolset_name is not None
+def _halts(run: TurnRun, tool: Tool) -> bool:
+    return (
+        tool.definition.halts_batch
+        or tool.toolset_name is not None
+        or tool.name in run.declared_members
+    )
 
 
 async def _finish(
@@ -121,6 +125,8 @@ async def _reject(
     result = error_result(call, text)
     if failure_hooks_for is not None:
         result = await _post_hooks(run, batch, call, failure_hooks_for, result, "completed")
+        if _halts(run, failure_hooks_for):
+            batch.halted = True
     await _finish(run, batch, call, result, "completed", error=error)
 
 
@@ -133,7 +139,7 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
         text += " Call one of the tools declared for this turn."
         await _reject(run, batch, call, text, error=f"UnknownToolError: {call.name}")
         return None
-    if batch.halted and _halts(tool):
+    if batch.halted and _halts(run, tool):
         await _reject(run, batch, call, HALTED_TEXT, error="BatchHaltedError")
         return None
     preview = _preview(tool, call)
@@ -160,6 +166,8 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
     denied = _permission_denied(run, tool)
     if denied is not None:
         await _reject(run, batch, call, denied, error="ToolPermissionError", announce=False)
+        if _halts(run, tool):
+            batch.halted = True
         return None
     return prepared
 
@@ -261,7 +269,7 @@ async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> Non
     """Post hooks, then the result event, for a call that ran."""
     failed = res.result.is_error
     result = await _post_hooks(run, batch, p.call, p.tool, res.result, res.state)
-    if failed and _halts(p.tool):
+    if failed and _halts(run, p.tool):
         batch.halted = True
     if p.tool.definition.terminal:
         batch.terminal = True
@@ -343,7 +351,8 @@ async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:
         not run.agent.parallel_tool_execution
         or len(batch.calls) < 2
         or any(
-            (t := tools.get(c.name)) is not None and (t.definition.sequential_only or _halts(t))
+            (t := tools.get(c.name)) is not None
+            and (t.definition.sequential_only or _halts(run, t))
             for c in batch.calls
         )
     )

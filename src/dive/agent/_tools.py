@@ -14,7 +14,7 @@ from dive.errors import DiveError, ToolDefinitionError
 from dive.messages import ToolDefinition
 from dive.tools import Tool, ToolContext
 
-__all__ = ["ToolResolutionError", "index_tools", "resolve_tools"]
+__all__ = ["ToolResolutionError", "declared_members", "index_tools", "resolve_tools"]
 
 
 class ToolResolutionError(DiveError):
@@ -40,6 +40,7 @@ async def resolve_tools(run: TurnRun) -> tuple[ToolDefinition, ...]:
     agent = run.agent
     if not agent.toolsets:
         run.tools = agent.static_tools
+        run.declared_members = agent.declared_members
         return agent.static_definitions
     collected: list[Tool] = list(agent.static_tools.values())
     ctx = ToolContext(
@@ -61,4 +62,10 @@ async def resolve_tools(run: TurnRun) -> tuple[ToolDefinition, ...]:
         run.tools, defs = index_tools(collected)
     except ToolDefinitionError as exc:
         raise ToolResolutionError(f"tool resolution error: {exc}") from exc
+    run.declared_members = declared_members(run.tools)
     return defs
+
+
+def declared_members(tools: dict[str, Tool]) -> frozenset[str]:
+    """Names declared by a present declarer (their calls halt the batch)."""
+    return frozenset(m for t in tools.values() for m in t.declared_tools if m in tools)

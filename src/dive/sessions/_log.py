@@ -23,7 +23,15 @@ from dive.messages import Message
 from dive.messages._codec import FORBID_EXTRA
 from dive.sessions._protocol import SessionSnapshot
 
-__all__ = ["Compaction", "Entry", "Plan", "plan_checkpoint", "plan_remove_last", "snapshot"]
+__all__ = [
+    "Compaction",
+    "Entry",
+    "Plan",
+    "plan_checkpoint",
+    "plan_checkpoint_tail",
+    "plan_remove_last",
+    "snapshot",
+]
 
 _OPEN = frozenset({"suspended", "incomplete", "running"})
 
@@ -98,7 +106,30 @@ class Plan:
 def plan_checkpoint(
     entries: Sequence[Entry], turn: Turn, *, expected_revision: int, revision: int
 ) -> Plan:
-    """Validate a checkpoint against the log; raise ``SaveRejectedError`` subclasses."""
+    """Validate a checkpoint against the whole log (see :func:`plan_checkpoint_tail`)."""
+    last = entries[-1] if entries else None
+    recorded = any(isinstance(e, Turn) and e.id == turn.id for e in entries)
+    plan = plan_checkpoint_tail(
+        last, recorded, turn, expected_revision=expected_revision, revision=revision
+    )
+    if plan.index is not None:
+        plan = replace(plan, index=len(entries) - 1)
+    return plan
+
+
+def plan_checkpoint_tail(
+    last: Entry | None,
+    id_recorded: bool,
+    turn: Turn,
+    *,
+    expected_revision: int,
+    revision: int,
+) -> Plan:
+    """Validate a checkpoint given only the last entry and whether ``turn.id`` is recorded.
+
+    ``Plan.index`` is ``-1`` (the last entry) when set. Raises ``SaveRejectedError``
+    subclasses; nothing is written.
+    """
     if expected_revision != revision:
         raise RevisionConflictError(
             f"expected revision {expected_revision} but the session is at {revision}; "
@@ -109,20 +140,20 @@ def plan_checkpoint(
     if turn.status == "suspended" and turn.suspension is None:
         raise UserError("a suspended turn needs its suspension state")
     stamped = replace(turn, revision=revision + 1, persistence="saved")
-    found = open_turn(entries)
-    if found is not None and found[1].id == turn.id:
-        return Plan("replace", stamped, index=found[0])
-    if any(isinstance(e, Turn) and e.id == turn.id for e in entries):
+    found = last if isinstance(last, Turn) and is_open(last) else None
+    if found is not None and found.id == turn.id:
+        return Plan("replace", stamped, index=-1)
+    if id_recorded:
         raise RevisionConflictError(
             f"turn {turn.id} is already recorded and is not the open turn; it cannot be replaced"
         )
-    if found is not None and found[1].status == "suspended":
+    if found is not None and found.status == "suspended":
         raise SuspendedSessionError(
-            f"the session's turn {found[1].id} is suspended: resume it with tool_results= or "
+            f"the session's turn {found.id} is suspended: resume it with tool_results= or "
             "close it with cancel_suspended_turn() before starting a new turn"
         )
     if found is not None:
-        return Plan("append", stamped, index=found[0], supersede=replace(found[1], superseded=True))
+        return Plan("append", stamped, index=-1, supersede=replace(found, superseded=True))
     return Plan("append", stamped)
 
 

@@ -67,7 +67,7 @@ def build_definition(
     fields = dict(governance)
     if fields.get("effect_type") is None:
         fields["effect_type"] = annotations.effect_type()
-    if not fields.get("idempotent") and annotations.idempotent:
+    if "idempotent" not in fields and annotations.idempotent:
         fields["idempotent"] = True
     try:
         return ToolDefinition(
@@ -113,7 +113,8 @@ def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], st
             )
         default = ... if param.default is param.empty else param.default
         _check_type(name, pname, annotation)
-        fields[pname] = (annotation, Field(default, description=docs.get(pname)))
+        doc = docs.get(pname)
+        fields[pname] = (annotation, Field(default, description=doc) if doc else default)
     try:
         model = create_model(  # pyright: ignore[reportCallIssue, reportUnknownVariableType]
             f"{name}_input", __config__=ConfigDict(extra="forbid"), **fields
