@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import resource
 import time
-from collections.abc import Callable
 
 from dive.agent import Agent, Limits
 from dive.llm import ModelRequest, ModelResponse
-from dive.testing import ScriptedModel, call, text, tool_use
+from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
 
 Row = tuple[str, str, str, bool]
 
@@ -26,15 +26,15 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def _script(iterations: int, per_call_delay: float = 0.0) -> list[Callable[[ModelRequest], object]]:
+def _script(iterations: int, per_call_delay: float = 0.0) -> list[ScriptItem]:
     responses: list[ModelResponse] = [
         tool_use(call("add", {"a": i, "b": 1}, id=f"c{i}")) for i in range(iterations)
     ]
     responses.append(text("done"))
     if per_call_delay == 0:
-        return list(responses)  # type: ignore[return-value]
+        return list(responses)
 
-    def delayed(r: ModelResponse) -> Callable[[ModelRequest], object]:
+    def delayed(r: ModelResponse) -> ScriptItem:
         async def answer(_: ModelRequest) -> ModelResponse:
             await asyncio.sleep(per_call_delay)
             return r
@@ -44,8 +44,8 @@ def _script(iterations: int, per_call_delay: float = 0.0) -> list[Callable[[Mode
     return [delayed(r) for r in responses]
 
 
-def _agent(model: ScriptedModel, **kwargs: object) -> Agent:
-    return Agent(model=model, tools=[add], limits=Limits(max_model_calls_per_turn=1000), **kwargs)  # type: ignore[arg-type]
+def _agent(model: ScriptedModel) -> Agent:
+    return Agent(model=model, tools=[add], limits=Limits(max_model_calls_per_turn=1000))
 
 
 async def _w1(runs: int) -> float:
@@ -80,9 +80,9 @@ async def _w1(runs: int) -> float:
 async def _w2(runs: int) -> tuple[float, float]:
     gc.collect()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    agents = []
+    agents: list[Agent] = []
     for _ in range(runs):
-        m = ScriptedModel(_script(5, per_call_delay=0.010))  # type: ignore[arg-type]
+        m = ScriptedModel(_script(5, per_call_delay=0.010))
         agents.append(_agent(m))
     t0 = time.perf_counter()
     results = await asyncio.gather(*(a.run("go") for a in agents))
@@ -99,11 +99,11 @@ async def _w3(iterations: int) -> float:
         if getattr(_, "type", None) == "message":
             stamps.append(time.perf_counter())
 
-    model = ScriptedModel(_script(iterations))  # type: ignore[arg-type]
+    model = ScriptedModel(_script(iterations))
     agent = _agent(model)
     r = await agent.run("go", on_event=stamp)
     assert r.status == "completed", r.outcome
-    gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
     first = sum(gaps[:30]) / 30
     last = sum(gaps[-30:]) / 30
     return last / first

@@ -11,6 +11,7 @@ import ast
 import asyncio
 import operator
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from dive.agent import (
@@ -28,23 +29,22 @@ from dive.tools import tool
 
 HERE = Path(__file__).resolve().parent
 
-_OPS = {
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Pow: operator.pow,
-    ast.USub: operator.neg,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: a**b,
 }
 
 
 def _eval(node: ast.expr) -> float:
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-        return node.value
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_eval(node.left), _eval(node.right))
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_eval(node.operand))
+        return float(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_eval(node.left), _eval(node.right))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_eval(node.operand)
     raise ValueError("only numbers and + - * / ** are allowed")
 
 

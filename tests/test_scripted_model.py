@@ -39,7 +39,7 @@ async def events_of(model: ScriptedModel, request: ModelRequest) -> list[StreamE
 async def drain(model: ScriptedModel, request: ModelRequest, into: list[StreamEvent]) -> None:
     """Read the stream into ``into``, so the events before a failure stay visible."""
     async for event in model.stream(request):
-        into.append(event)  # noqa: PERF401 - keep what arrived before an exception
+        into.append(event)
 
 
 # --- basics ----------------------------------------------------------------------------------
