@@ -89,6 +89,8 @@ async def call_model(run: TurnRun, request: ModelRequest, iteration: int) -> Mod
 
 
 def _account_partial(run: TurnRun, acc: ResponseAccumulator) -> None:
-    """A call that died after its stream began has unknown usage."""
-    if acc.id is not None or acc.content_started or acc.usage is not None:
+    """Count what a failed stream reported; unknown unless its usage frame had arrived."""
+    if acc.usage_reported and acc.usage is not None:
+        run.add_usage(acc.usage)
+    elif acc.id is not None or acc.content_started or acc.usage is not None:
         run.add_usage(acc.usage.with_known(False) if acc.usage is not None else Usage(known=False))

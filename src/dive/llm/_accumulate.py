@@ -129,6 +129,7 @@ class ResponseAccumulator:
         self.provider_state: ProviderState | None = None
         self.content_started = False
         self.complete = False
+        self.usage_reported = False
         self._blocks: dict[int, _Builder] = {}
 
     def add(self, event: StreamEvent) -> None:
@@ -176,6 +177,7 @@ class ResponseAccumulator:
             self.stop_details = event.stop_details
         if event.usage is not None:
             self.usage = event.usage
+            self.usage_reported = True
         if event.provider_state is not None:
             self.provider_state = event.provider_state
 
@@ -208,8 +210,8 @@ class ResponseAccumulator:
 
     @property
     def usage_known(self) -> bool:
-        """True once a usage frame arrived."""
-        return self.usage is not None
+        """True once the usage frame (``message_delta`` usage) arrived, or the stream ended."""
+        return self.usage_reported or (self.complete and self.usage is not None)
 
 
 def response_to_events(response: ModelResponse) -> Iterator[StreamEvent]:
