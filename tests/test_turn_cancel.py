@@ -339,10 +339,6 @@ async def test_parallel_hard_cancel_three_calls_one_slot() -> None:
     assert done[0].result.is_error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _toolbatch._abandon / _end._in_flight drop a result that was already in",
-)
 async def test_parallel_hard_cancel_keeps_result_already_in() -> None:
     """§17: results already in are kept (without post hooks).
 
@@ -539,10 +535,6 @@ async def test_exactly_one_turn_ended_delivered_last(scenario: str) -> None:
     assert [e for e in collector.events[:-1] if e.type != "model_event"] == list(result.items)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _background._final does not unwrap the (Prepared, ExecResult) task result",
-)
 async def test_background_handle_delivers_the_late_tool_result() -> None:
     """§17: the forwarder delivers whatever the task finally produces (here, a result)."""
     started = asyncio.Event()

@@ -231,10 +231,6 @@ async def test_reason_stream_interrupted_without_message_stop() -> None:
     assert messages[-2].text == "almost done"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _modelcall._account_partial marks usage unknown even after the usage frame",
-)
 async def test_stream_interrupted_after_usage_frame_is_not_usage_unknown() -> None:
     # §3/§18: usage_unknown only if no usage frame came; message_delta (with usage) did come
     model = ScriptedModel([Step(response=text("almost done"), cut_after=5)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dive.agent._outputs import error_result
 from dive.messages import ToolCall, ToolResult
@@ -71,6 +71,10 @@ def _final(call: ToolCall, task: asyncio.Future[Any]) -> ToolResult:
     if exc is not None:
         return error_result(call, f"Tool execution error: {exc}")
     value = task.result()
+    if isinstance(value, tuple):  # a parallel batch task: (prepared call, ExecResult | None)
+        value = cast("tuple[Any, Any]", value)[1]
+        if value is None:
+            return error_result(call, f'Tool "{call.name}" never started.')
     res = getattr(value, "result", value)
     if isinstance(res, ToolResult):
         return res

@@ -323,9 +323,17 @@ async def _parallel(run: TurnRun, batch: Batch) -> None:
 
 
 def _abandon(run: TurnRun, batch: Batch, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
-    """A stopped batch: running calls get a background handle; their tasks are cancelled."""
+    """A stopped batch: results already in are kept (without post hooks); running calls get
+    a background handle and their tasks are cancelled (not awaited).
+    """
     for task, p in tasks.items():
         if task.done():
+            if p.call.id not in batch.results and not task.cancelled() and not task.exception():
+                res = task.result()[1]
+                if res is not None:
+                    batch.results[p.call.id] = res.result
+                    batch.states[p.call.id] = res.state
+                    run.set_call(p.call, res.state, error=res.error)
             continue
         if batch.states.get(p.call.id) == "running":
             run.background_tasks.append(

@@ -8,9 +8,11 @@ from dive.sessions._protocol import (
     SessionStore,
     validate_session_id,
 )
+from dive.sessions._sqlite import SQLiteSessionStore
 
 __all__ = [
     "MemorySessionStore",
+    "SQLiteSessionStore",
     "Session",
     "SessionInfo",
     "SessionSnapshot",

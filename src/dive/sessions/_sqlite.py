@@ -1,0 +1,434 @@
+"""``SQLiteSessionStore``: the embedded default.
+
+Stdlib ``sqlite3`` in WAL mode, every operation on one worker thread (off the event loop), one
+``BEGIN IMMEDIATE`` transaction per write, so several processes can share one file. The schema
+is versioned; a newer version than this code knows refuses to open. Claims are rows with an
+owner and a wall-clock expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dive.agent._records import Turn
+from dive.errors import SessionClaimedError, StoreError, UserError
+from dive.llm import Usage
+from dive.messages import Message
+from dive.sessions._codec import decode_entry, encode_entry, entry_kind
+from dive.sessions._log import (
+    Compaction,
+    Entry,
+    fork_entries,
+    plan_checkpoint_tail,
+    plan_remove_last,
+    snapshot,
+    sum_usage,
+)
+from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+
+__all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE dive_sessions (
+        id TEXT PRIMARY KEY,
+        revision INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        title TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        turn_count INTEGER NOT NULL DEFAULT 0,
+        suspended INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE dive_entries (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        turn_id TEXT,
+        status TEXT,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE INDEX dive_entries_turn ON dive_entries (session_id, turn_id);
+    CREATE TABLE dive_claims (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    """,
+}
+
+
+class SQLiteSessionStore:
+    """Sessions in one SQLite file (``":memory:"`` is refused: use ``MemorySessionStore``)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
+        if str(path) == ":memory:":
+            raise UserError("SQLiteSessionStore needs a file path; use MemorySessionStore instead")
+        self.path = Path(path)
+        self._busy = busy_timeout
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dive-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy * 1000)}")
+        try:
+            _migrate(conn, self.path)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, lambda: fn(self._connect()))
+
+    async def close(self) -> None:
+        """Close the connection and the worker thread."""
+
+        def shut(_: sqlite3.Connection) -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        if self._conn is not None:
+            await self._run(shut)
+        self._pool.shutdown(wait=True)
+
+    def session(self, id: str) -> Session:
+        return Session(self, id)
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def load(self, id: str) -> SessionSnapshot:
+        validate_session_id(id)
+        return await self._run(lambda c: _load(c, id))
+
+    async def turns(self, id: str) -> list[Turn]:
+        validate_session_id(id)
+        entries = await self._run(lambda c: _entries(c, id, 0))
+        return [e for e in entries if isinstance(e, Turn)]
+
+    async def total_usage(self, id: str) -> Usage:
+        validate_session_id(id)
+        return sum_usage(await self._run(lambda c: _entries(c, id, 0)))
+
+    async def list(
+        self, *, limit: int = 100, offset: int = 0, suspended: bool | None = None
+    ) -> list[SessionInfo]:
+        def q(c: sqlite3.Connection) -> list[SessionInfo]:
+            sql = "SELECT id, title, created_at, updated_at, turn_count, revision, suspended, "
+            sql += "metadata FROM dive_sessions"
+            args: list[Any] = []
+            if suspended is not None:
+                sql += " WHERE suspended = ?"
+                args.append(1 if suspended else 0)
+            sql += " ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
+            args += [limit, offset]
+            return [_info(row) for row in c.execute(sql, args)]
+
+        return await self._run(q)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
+        validate_session_id(id)
+        return await self._run(
+            lambda c: _write(c, lambda: _checkpoint(c, id, turn, expected_revision))
+        )
+
+    async def delete(self, id: str) -> None:
+        validate_session_id(id)
+
+        def d(c: sqlite3.Connection) -> None:
+            for table in ("dive_entries", "dive_claims"):
+                c.execute(f"DELETE FROM {table} WHERE session_id = ?", (id,))
+            c.execute("DELETE FROM dive_sessions WHERE id = ?", (id,))
+
+        await self._run(lambda c: _write(c, lambda: d(c)))
+
+    async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
+        validate_session_id(id)
+        validate_session_id(new_id)
+
+        def f(c: sqlite3.Connection) -> int:
+            if _revision(c, new_id) != 0:
+                raise UserError(f"cannot fork into {new_id!r}: that session already exists")
+            copied = fork_entries(_entries(c, id, 0), include_open_turn=include_open_turn)
+            for seq, e in enumerate(copied):
+                _insert(c, new_id, seq, 1, e)
+            return _bump(c, new_id, 0)
+
+        return await self._run(lambda c: _write(c, lambda: f(c)))
+
+    async def compact(self, id: str, summary: Message) -> int:
+        validate_session_id(id)
+        if summary.kind != "compaction_summary":
+            summary = summary.with_(kind="compaction_summary")
+
+        def f(c: sqlite3.Connection) -> int:
+            rev = _revision(c, id)
+            entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
+            _insert(c, id, _next_seq(c, id), rev + 1, entry)
+            return _bump(c, id, rev)
+
+        return await self._run(lambda c: _write(c, lambda: f(c)))
+
+    async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
+        validate_session_id(id)
+
+        def f(c: sqlite3.Connection) -> int:
+            rev = _revision(c, id)
+            last = _last(c, id)
+            plan_remove_last(
+                [last[1]] if last else [], expected_revision=expected_revision, revision=rev
+            )
+            assert last is not None
+            c.execute("DELETE FROM dive_entries WHERE session_id = ? AND seq = ?", (id, last[0]))
+            return _bump(c, id, rev)
+
+        return await self._run(lambda c: _write(c, lambda: f(c)))
+
+    # --- claims --------------------------------------------------------------------------------
+
+    async def claim(self, id: str, owner: str, ttl: float) -> None:
+        validate_session_id(id)
+        await self._run(lambda c: _write(c, lambda: _claim(c, id, owner, ttl, renew=False)))
+
+    async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
+        validate_session_id(id)
+        await self._run(lambda c: _write(c, lambda: _claim(c, id, owner, ttl, renew=True)))
+
+    async def release_claim(self, id: str, owner: str) -> None:
+        validate_session_id(id)
+
+        def r(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM dive_claims WHERE session_id = ? AND owner = ?", (id, owner))
+
+        await self._run(lambda c: _write(c, lambda: r(c)))
+
+
+# --- helpers (run on the worker thread) ----------------------------------------------------------
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS dive_meta (key TEXT PRIMARY KEY, value TEXT)")
+        row = conn.execute("SELECT value FROM dive_meta WHERE key = 'schema_version'").fetchone()
+        current = int(row[0]) if row else 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} has dive session schema version {current}, newer than this dive "
+                f"understands ({SCHEMA_VERSION}); upgrade dive-agents to open it"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO dive_meta (key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _write(conn: sqlite3.Connection, fn: Callable[[], T]) -> T:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        out = fn()
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return out
+
+
+def _revision(conn: sqlite3.Connection, id: str) -> int:
+    row = conn.execute("SELECT revision FROM dive_sessions WHERE id = ?", (id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _next_seq(conn: sqlite3.Connection, id: str) -> int:
+    row = conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM dive_entries WHERE session_id = ?", (id,)
+    ).fetchone()
+    return int(row[0]) + 1
+
+
+def _last(conn: sqlite3.Connection, id: str) -> tuple[int, Entry] | None:
+    row = conn.execute(
+        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = ? "
+        "ORDER BY seq DESC LIMIT 1",
+        (id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return int(row[0]), decode_entry(id, int(row[1]), str(row[2]), row[3])
+
+
+def _entries(conn: sqlite3.Connection, id: str, from_seq: int) -> list[Entry]:
+    rows = conn.execute(
+        "SELECT revision, kind, data FROM dive_entries WHERE session_id = ? AND seq >= ? "
+        "ORDER BY seq",
+        (id, from_seq),
+    ).fetchall()
+    return [decode_entry(id, int(r[0]), str(r[1]), r[2]) for r in rows]
+
+
+def _load(conn: sqlite3.Connection, id: str) -> SessionSnapshot:
+    conn.execute("BEGIN")
+    try:
+        rev = _revision(conn, id)
+        if rev == 0:
+            return SessionSnapshot()
+        row = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM dive_entries WHERE session_id = ? "
+            "AND kind = 'compaction'",
+            (id,),
+        ).fetchone()
+        start = int(row[0])
+        entries = _entries(conn, id, start)
+        snap = snapshot(entries, rev)
+        if (
+            snap.latest_outcome is None
+            and start > 0
+            and not any(isinstance(e, Turn) for e in entries)
+        ):
+            before = _entries(conn, id, 0)[:start]
+            earlier = snapshot(before, rev).latest_outcome
+            if earlier is not None:
+                snap = replace(snap, latest_outcome=earlier)
+        return snap
+    finally:
+        conn.execute("COMMIT")
+
+
+def _insert(conn: sqlite3.Connection, id: str, seq: int, revision: int, entry: Entry) -> None:
+    is_turn = isinstance(entry, Turn)
+    conn.execute(
+        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            id,
+            seq,
+            revision,
+            entry_kind(entry),
+            entry.id if is_turn else None,
+            entry.status if is_turn else None,
+            encode_entry(entry),
+        ),
+    )
+
+
+def _bump(conn: sqlite3.Connection, id: str, rev: int) -> int:
+    now = time.time()
+    counts = conn.execute(
+        "SELECT COUNT(*) FROM dive_entries WHERE session_id = ? AND kind = 'turn'", (id,)
+    ).fetchone()
+    last = conn.execute(
+        "SELECT status FROM dive_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (id,)
+    ).fetchone()
+    suspended = 1 if last is not None and last[0] == "suspended" else 0
+    conn.execute(
+        "INSERT INTO dive_sessions (id, revision, created_at, updated_at, turn_count, suspended) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, "
+        "updated_at = excluded.updated_at, turn_count = excluded.turn_count, "
+        "suspended = excluded.suspended",
+        (id, rev + 1, now, now, int(counts[0]), suspended),
+    )
+    return rev + 1
+
+
+def _checkpoint(conn: sqlite3.Connection, id: str, turn: Turn, expected: int) -> int:
+    rev = _revision(conn, id)
+    last = _last(conn, id)
+    recorded = (
+        conn.execute(
+            "SELECT 1 FROM dive_entries WHERE session_id = ? AND turn_id = ? LIMIT 1",
+            (id, turn.id),
+        ).fetchone()
+        is not None
+    )
+    plan = plan_checkpoint_tail(
+        last[1] if last else None, recorded, turn, expected_revision=expected, revision=rev
+    )
+    new_rev = rev + 1
+    if plan.action == "replace":
+        assert last is not None
+        conn.execute(
+            "UPDATE dive_entries SET revision = ?, status = ?, data = ? "
+            "WHERE session_id = ? AND seq = ?",
+            (new_rev, plan.turn.status, encode_entry(plan.turn), id, last[0]),
+        )
+    else:
+        if plan.supersede is not None and last is not None:
+            conn.execute(
+                "UPDATE dive_entries SET data = ? WHERE session_id = ? AND seq = ?",
+                (encode_entry(plan.supersede), id, last[0]),
+            )
+        _insert(conn, id, (last[0] + 1) if last else 0, new_rev, plan.turn)
+    return _bump(conn, id, rev)
+
+
+def _claim(conn: sqlite3.Connection, id: str, owner: str, ttl: float, *, renew: bool) -> None:
+    now = time.time()
+    row = conn.execute(
+        "SELECT owner, expires_at FROM dive_claims WHERE session_id = ?", (id,)
+    ).fetchone()
+    if renew:
+        if row is None or row[0] != owner or float(row[1]) <= now:
+            raise SessionClaimedError(f"the claim of {owner} on session {id!r} was lost")
+    elif row is not None and row[0] != owner and float(row[1]) > now:
+        raise SessionClaimedError(
+            f"session {id!r} is claimed by {row[0]} for another {float(row[1]) - now:.1f} s"
+        )
+    conn.execute(
+        "INSERT INTO dive_claims (session_id, owner, expires_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+        "expires_at = excluded.expires_at",
+        (id, owner, now + ttl),
+    )
+
+
+def _info(row: Any) -> SessionInfo:
+    meta: dict[str, Any] = json.loads(row[7]) if row[7] else {}
+    return SessionInfo(
+        id=str(row[0]),
+        title=row[1],
+        created_at=datetime.fromtimestamp(float(row[2]), UTC),
+        updated_at=datetime.fromtimestamp(float(row[3]), UTC),
+        turn_count=int(row[4]),
+        revision=int(row[5]),
+        suspended=bool(row[6]),
+        metadata={str(k): str(v) for k, v in meta.items()},
+    )

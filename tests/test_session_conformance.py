@@ -1,0 +1,29 @@
+"""The public conformance suite, run against every session backend dive ships."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from dive.sessions import MemorySessionStore, SessionStore, SQLiteSessionStore
+from dive.testing.session_conformance import CHECKS, Check
+
+BACKENDS = ["memory", "sqlite"]
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
+    kind = request.param
+    if kind == "memory":
+        yield MemorySessionStore()
+        return
+    s = SQLiteSessionStore(tmp_path / "sessions.db")
+    yield s
+    await s.close()
+
+
+@pytest.mark.parametrize("check", list(CHECKS.values()), ids=list(CHECKS.keys()))
+async def test_conformance(store: SessionStore, check: Check) -> None:
+    await check(store)
