@@ -101,7 +101,9 @@ async def _raises(exc: type[BaseException], coro: Awaitable[object]) -> BaseExce
 @check
 async def check_empty_session(store: SessionStore) -> None:
     snap = await store.load("empty")
-    assert snap.revision == 0 and snap.open_turn is None and snap.history == ()
+    assert snap.revision == 0
+    assert snap.open_turn is None
+    assert snap.history == ()
     assert snap.latest_outcome is None
     assert await store.turns("empty") == []
 
@@ -112,10 +114,13 @@ async def check_append_completed(store: SessionStore) -> None:
     rev = await store.checkpoint("s", t, expected_revision=0)
     assert rev == 1
     snap = await store.load("s")
-    assert snap.revision == 1 and snap.open_turn is None
+    assert snap.revision == 1
+    assert snap.open_turn is None
     assert snap.history == t.messages
     [stored] = await store.turns("s")
-    assert stored.id == t.id and stored.messages == t.messages and stored.revision == 1
+    assert stored.id == t.id
+    assert stored.messages == t.messages
+    assert stored.revision == 1
     assert stored.persistence == "saved"
 
 
@@ -151,14 +156,17 @@ async def check_open_turn_is_replaced(store: SessionStore) -> None:
     t = turn("incomplete")
     await store.checkpoint("s", t, expected_revision=0)
     snap = await store.load("s")
-    assert snap.open_turn is not None and snap.open_turn.id == t.id
-    assert snap.history == () and snap.latest_outcome == t.outcome
+    assert snap.open_turn is not None
+    assert snap.open_turn.id == t.id
+    assert snap.history == ()
+    assert snap.latest_outcome == t.outcome
     done = replace(t, status="completed", outcome=None, usage=Usage(input_tokens=99))
     assert await store.checkpoint("s", done, expected_revision=1) == 2
     turns = await store.turns("s")
     assert [x.status for x in turns] == ["completed"]
     snap = await store.load("s")
-    assert snap.open_turn is None and snap.latest_outcome is None
+    assert snap.open_turn is None
+    assert snap.latest_outcome is None
     assert (await store.total_usage("s")).input_tokens == 99
 
 
@@ -170,9 +178,11 @@ async def check_new_turn_supersedes_incomplete(store: SessionStore) -> None:
     await store.checkpoint("s", new, expected_revision=1)
     turns = await store.turns("s")
     assert [t.id for t in turns] == [old.id, new.id]
-    assert turns[0].superseded and turns[0].status == "incomplete"
+    assert turns[0].superseded
+    assert turns[0].status == "incomplete"
     snap = await store.load("s")
-    assert snap.history == old.messages + new.messages and snap.open_turn is None
+    assert snap.history == old.messages + new.messages
+    assert snap.open_turn is None
 
 
 @check
@@ -181,8 +191,10 @@ async def check_suspended_blocks_append(store: SessionStore) -> None:
     await store.checkpoint("s", s, expected_revision=0)
     await _raises(SuspendedSessionError, store.checkpoint("s", turn(), expected_revision=1))
     snap = await store.load("s")
-    assert snap.revision == 1 and snap.open_turn is not None
-    assert snap.open_turn.status == "suspended" and snap.open_turn.suspension is not None
+    assert snap.revision == 1
+    assert snap.open_turn is not None
+    assert snap.open_turn.status == "suspended"
+    assert snap.open_turn.suspension is not None
 
 
 @check
@@ -199,7 +211,8 @@ async def check_running_turn_is_open(store: SessionStore) -> None:
     r = turn("running")
     await store.checkpoint("s", r, expected_revision=0)
     snap = await store.load("s")
-    assert snap.open_turn is not None and snap.open_turn.status == "running"
+    assert snap.open_turn is not None
+    assert snap.open_turn.status == "running"
 
 
 @check
@@ -215,7 +228,8 @@ async def check_list_pages_and_filters(store: SessionStore) -> None:
     assert [i.id for i in await store.list(suspended=True)] == ["susp"]
     assert "susp" not in {i.id for i in await store.list(suspended=False)}
     info = next(i for i in everything if i.id == "l0")
-    assert info.turn_count == 1 and info.revision == 1
+    assert info.turn_count == 1
+    assert info.revision == 1
 
 
 @check
@@ -238,7 +252,8 @@ async def check_fork(store: SessionStore) -> None:
     copied = await store.turns("f2")
     assert [t.id for t in copied] == [a.id, s.id]
     closed = copied[1]
-    assert closed.status == "incomplete" and closed.outcome is not None
+    assert closed.status == "incomplete"
+    assert closed.outcome is not None
     assert closed.outcome.reason == "canceled"
     validate_complete_turns([m for t in copied for m in t.messages])
     assert (await store.load("f")).open_turn is not None  # the source is unchanged
@@ -255,7 +270,8 @@ async def check_compaction_is_non_destructive(store: SessionStore) -> None:
     snap = await store.load("c")
     assert snap.history[0].text == "summary of it all"
     assert snap.history[0].kind == "compaction_summary"
-    assert snap.latest_outcome is not None and snap.latest_outcome.next == "reconcile"
+    assert snap.latest_outcome is not None
+    assert snap.latest_outcome.next == "reconcile"
     assert len(await store.turns("c")) == 2
     await store.checkpoint("c", turn(text="after"), expected_revision=3)
     snap = await store.load("c")
