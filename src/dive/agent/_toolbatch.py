@@ -323,8 +323,10 @@ async def _parallel(run: TurnRun, batch: Batch) -> None:
 
 
 def _abandon(run: TurnRun, batch: Batch, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
-    """A stopped batch: results already in are kept (without post hooks); running calls get
-    a background handle and their tasks are cancelled (not awaited).
+    """A stopped batch: keep results already in, hand running calls to the background.
+
+    Results already in are kept without post hooks; running calls get a background handle
+    and their tasks are cancelled (not awaited).
     """
     for task, p in tasks.items():
         if task.done():
