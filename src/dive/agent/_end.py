@@ -196,13 +196,14 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
         status = "incomplete"
         outcome = await _close(run, ending)
     finished = datetime.now(UTC)
+    usage = run.usage
     turn = Turn(
         id=run.turn_id,
         status=status,
         origin=run.origin,
         messages=tuple(run.record),
         tool_calls=run.call_records(),
-        usage=run.turn_usage,
+        usage=run.prior_usage + usage,
         outcome=outcome,
         created_at=run.created_at,
         finished_at=finished,
@@ -213,7 +214,7 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
     result: RunResult[Any] = RunResult(
         status=status,
         turn=turn,
-        usage=run.usage,
+        usage=usage,
         output_messages=turn.messages,
         items=tuple(run.items),
         error=ending.error if status == "incomplete" else None,

@@ -65,7 +65,10 @@ async def _run_with_policy(
     for k in range(attempts):
         ctx.attempt = k + 1
         try:
-            output = await _attempt(tool, value, ctx, d.timeout)
+            if d.timeout is None:
+                output = await tool.call(value, ctx)
+            else:
+                output = await _attempt(tool, value, ctx, d.timeout)
         except _Timeout:
             last = f'Tool "{call.name}" timed out after {_fmt_seconds(d.timeout or 0)} s.'
             if k + 1 == attempts:

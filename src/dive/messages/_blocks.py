@@ -8,6 +8,7 @@ the provider that produced it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, cast
 
@@ -175,7 +176,10 @@ class ToolCall:
     def __post_init__(self) -> None:
         _check_str(self.id, "id")
         _check_str(self.name, "name")
-        if not isinstance(self.arguments, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        args: object = self.arguments
+        if type(args) is MappingProxyType:
+            return
+        if type(args) is not dict and not isinstance(args, Mapping):
             raise MessageValidationError("must be a JSON object", path="arguments")
         object.__setattr__(self, "arguments", freeze_mapping(self.arguments))
 

@@ -56,7 +56,7 @@ _UNION_FIELDS = frozenset({"source"})
 
 def freeze_mapping(value: Mapping[str, T]) -> Mapping[str, T]:
     """Return a read-only view of ``value`` (``EMPTY`` when empty)."""
-    if isinstance(value, MappingProxyType):
+    if type(value) is MappingProxyType:
         return value
     if not value:
         return EMPTY
