@@ -22,8 +22,19 @@ lint: install
 typecheck: install
 	$(RUN) pyright
 
+# Starts PostgreSQL (installing it from Debian packages if needed) on 127.0.0.1, runs the whole
+# suite, and stops it again whatever the outcome.
 test: install
+	@env_lines="$$(scripts/services.sh up)" || exit 1; \
+	trap 'scripts/services.sh down' EXIT; \
+	export $$env_lines; \
 	$(RUN) pytest $(PYTEST_ARGS)
+
+services-up:
+	scripts/services.sh up
+
+services-down:
+	scripts/services.sh down
 
 bench: install
 	$(RUN) python -m benchmarks

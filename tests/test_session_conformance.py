@@ -9,8 +9,9 @@ import pytest
 
 from dive.sessions import MemorySessionStore, SessionStore, SQLiteSessionStore
 from dive.testing.session_conformance import CHECKS, Check
+from tests.conftest import fresh_pg_store
 
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -18,10 +19,14 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     kind = request.param
     if kind == "memory":
         yield MemorySessionStore()
-        return
-    s = SQLiteSessionStore(tmp_path / "sessions.db")
-    yield s
-    await s.close()
+    elif kind == "sqlite":
+        s = SQLiteSessionStore(tmp_path / "sessions.db")
+        yield s
+        await s.close()
+    else:
+        pg = await fresh_pg_store()
+        yield pg
+        await pg.close()
 
 
 @pytest.mark.parametrize("check", list(CHECKS.values()), ids=list(CHECKS.keys()))

@@ -10,7 +10,17 @@ from dive.sessions._protocol import (
 )
 from dive.sessions._sqlite import SQLiteSessionStore
 
+def __getattr__(name: str) -> object:
+    # PostgresSessionStore needs the optional psycopg extra; import it only when asked for.
+    if name == "PostgresSessionStore":
+        from dive.sessions._postgres import PostgresSessionStore
+
+        return PostgresSessionStore
+    raise AttributeError(name)
+
+
 __all__ = [
+    "PostgresSessionStore",
     "MemorySessionStore",
     "SQLiteSessionStore",
     "Session",

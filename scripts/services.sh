@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Start or stop the services the test suite needs, on 127.0.0.1 only.
+#   scripts/services.sh up    -> installs (if missing) and starts PostgreSQL; prints env lines
+#   scripts/services.sh down  -> stops what `up` started
+# State lives in a folder under /tmp named after this checkout (reachable by the postgres
+# user even when the checkout is under a private home). Safe to run `up` twice.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STATE="${TMPDIR:-/tmp}/dive-services-$(printf '%s' "$PWD" | md5sum | cut -c1-10)"
+PG_PORT="${DIVE_PG_PORT:-54329}"
+mkdir -p "$STATE"
+
+as_pg_user() {
+  if [ "$(id -u)" = "0" ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_bin() {
+  local found
+  found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -z "$found" ]; then
+    echo "installing PostgreSQL from Debian packages..." >&2
+    if [ "$(id -u)" = "0" ]; then
+      apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+    else
+      sudo apt-get update -qq >&2 && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
+    fi
+    found=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  fi
+  echo "$found"
+}
+
+pg_up() {
+  local bin data
+  bin=$(pg_bin)
+  data="$STATE/pg"
+  if [ -f "$data/postmaster.pid" ] && as_pg_user "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    echo "DIVE_TEST_POSTGRES_DSN=postgresql://postgres@127.0.0.1:$PG_PORT/dive_test"
+    return
+  fi
+  rm -rf "$data"
+  mkdir -p "$data"
+  if [ "$(id -u)" = "0" ]; then chown postgres "$data" "$STATE"; chmod 755 "$STATE"; fi
+  as_pg_user "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 >"$STATE/initdb.log" 2>&1
+  as_pg_user "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 \
+    -o "-p $PG_PORT -k $data -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" \
+    start >/dev/null
+  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -q -c "CREATE DATABASE dive_test" >/dev/null
+  echo "DIVE_TEST_POSTGRES_DSN=postgresql://postgres@127.0.0.1:$PG_PORT/dive_test"
+}
+
+pg_down() {
+  local data="$STATE/pg" bin
+  [ -d "$data" ] || return 0
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -n "$bin" ] && [ -f "$data/postmaster.pid" ]; then
+    as_pg_user "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$data"
+}
+
+case "${1:-}" in
+  up) pg_up > "$STATE/env"; cat "$STATE/env" ;;
+  down) pg_down; rm -f "$STATE/env" ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac

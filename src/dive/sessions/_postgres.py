@@ -1,0 +1,404 @@
+"""``PostgresSessionStore``: sessions shared across processes and hosts.
+
+psycopg 3 async with a connection pool (``dive-agents[postgres]``). Every write is one
+transaction that locks the session row (``SELECT … FOR UPDATE``), so concurrent writers
+serialize and a stale ``expected_revision`` is refused. The schema is versioned and migrated
+under an advisory lock; a newer version than this code knows refuses to open. Claims are lease
+rows timed by the database clock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dive.agent._records import Turn
+from dive.errors import MissingExtraError, SessionClaimedError, StoreError, UserError
+from dive.llm import Usage
+from dive.messages import Message
+from dive.sessions._codec import decode_entry, encode_entry, entry_kind
+from dive.sessions._log import (
+    Compaction,
+    Entry,
+    fork_entries,
+    plan_checkpoint_tail,
+    plan_remove_last,
+    snapshot,
+    sum_usage,
+)
+from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
+
+SCHEMA_VERSION = 1
+_LOCK_KEY = 0x64697665  # "dive"
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE dive_sessions (
+            id TEXT PRIMARY KEY,
+            revision BIGINT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL,
+            title TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            suspended BOOLEAN NOT NULL DEFAULT FALSE
+        )""",
+        """CREATE TABLE dive_entries (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            revision BIGINT NOT NULL,
+            kind TEXT NOT NULL,
+            turn_id TEXT,
+            status TEXT,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        "CREATE INDEX dive_entries_turn ON dive_entries (session_id, turn_id)",
+        """CREATE TABLE dive_claims (
+            session_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL
+        )""",
+    ],
+}
+
+_NOW = "extract(epoch from clock_timestamp())"
+
+
+class PostgresSessionStore:
+    """Sessions in PostgreSQL. Call ``await store.open()`` (or use ``async with``) first."""
+
+    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        try:
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise MissingExtraError(
+                "PostgresSessionStore needs psycopg: pip install 'dive-agents[postgres]'"
+            ) from exc
+        self.dsn = dsn
+        self._pool: AsyncConnectionPool = AsyncConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
+        )
+        self._opened = False
+
+    async def open(self) -> PostgresSessionStore:
+        """Open the pool and migrate the schema."""
+        if not self._opened:
+            await self._pool.open(wait=True)
+            self._opened = True
+            async with self._pool.connection() as conn, conn.transaction():
+                await _migrate(conn)
+        return self
+
+    async def close(self) -> None:
+        """Close the pool."""
+        if self._opened:
+            await self._pool.close()
+            self._opened = False
+
+    async def __aenter__(self) -> PostgresSessionStore:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def session(self, id: str) -> Session:
+        return Session(self, id)
+
+    def _conn(self) -> Any:
+        if not self._opened:
+            raise UserError("PostgresSessionStore is not open: await store.open() first")
+        return self._pool.connection()
+
+    # --- reads -------------------------------------------------------------------------------
+
+    async def load(self, id: str) -> SessionSnapshot:
+        validate_session_id(id)
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rev = await _revision(conn, id)
+            if rev == 0:
+                return SessionSnapshot()
+            cur = await conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM dive_entries WHERE session_id = %s "
+                "AND kind = 'compaction'",
+                (id,),
+            )
+            start = int((await cur.fetchone())[0])
+            entries = await _entries(conn, id, start)
+            snap = snapshot(entries, rev)
+            if snap.latest_outcome is None and start > 0 and not any(
+                isinstance(e, Turn) for e in entries
+            ):
+                earlier = snapshot((await _entries(conn, id, 0))[:start], rev).latest_outcome
+                if earlier is not None:
+                    snap = replace(snap, latest_outcome=earlier)
+            return snap
+
+    async def turns(self, id: str) -> list[Turn]:
+        validate_session_id(id)
+        async with self._conn() as conn:
+            return [e for e in await _entries(conn, id, 0) if isinstance(e, Turn)]
+
+    async def total_usage(self, id: str) -> Usage:
+        validate_session_id(id)
+        async with self._conn() as conn:
+            return sum_usage(await _entries(conn, id, 0))
+
+    async def list(
+        self, *, limit: int = 100, offset: int = 0, suspended: bool | None = None
+    ) -> list[SessionInfo]:
+        sql = (
+            "SELECT id, title, created_at, updated_at, turn_count, revision, suspended, metadata "
+            "FROM dive_sessions"
+        )
+        args: list[Any] = []
+        if suspended is not None:
+            sql += " WHERE suspended = %s"
+            args.append(suspended)
+        sql += " ORDER BY updated_at DESC, id LIMIT %s OFFSET %s"
+        args += [limit, offset]
+        async with self._conn() as conn:
+            cur = await conn.execute(sql, args)
+            return [_info(row) for row in await cur.fetchall()]
+
+    # --- writes ------------------------------------------------------------------------------
+
+    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
+        validate_session_id(id)
+        async with self._conn() as conn, conn.transaction():
+            rev = await _lock(conn, id)
+            last = await _last(conn, id)
+            cur = await conn.execute(
+                "SELECT 1 FROM dive_entries WHERE session_id = %s AND turn_id = %s LIMIT 1",
+                (id, turn.id),
+            )
+            recorded = await cur.fetchone() is not None
+            plan = plan_checkpoint_tail(
+                last[1] if last else None,
+                recorded,
+                turn,
+                expected_revision=expected_revision,
+                revision=rev,
+            )
+            if plan.action == "replace":
+                assert last is not None
+                await conn.execute(
+                    "UPDATE dive_entries SET revision = %s, status = %s, data = %s "
+                    "WHERE session_id = %s AND seq = %s",
+                    (rev + 1, plan.turn.status, encode_entry(plan.turn), id, last[0]),
+                )
+            else:
+                if plan.supersede is not None and last is not None:
+                    await conn.execute(
+                        "UPDATE dive_entries SET data = %s WHERE session_id = %s AND seq = %s",
+                        (encode_entry(plan.supersede), id, last[0]),
+                    )
+                await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, plan.turn)
+            return await _bump(conn, id, rev)
+
+    async def delete(self, id: str) -> None:
+        validate_session_id(id)
+        async with self._conn() as conn, conn.transaction():
+            for table in ("dive_entries", "dive_claims"):
+                await conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (id,))
+            await conn.execute("DELETE FROM dive_sessions WHERE id = %s", (id,))
+
+    async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
+        validate_session_id(id)
+        validate_session_id(new_id)
+        async with self._conn() as conn, conn.transaction():
+            rev = await _lock(conn, new_id)
+            if rev != 0:
+                raise UserError(f"cannot fork into {new_id!r}: that session already exists")
+            copied = fork_entries(await _entries(conn, id, 0), include_open_turn=include_open_turn)
+            for seq, e in enumerate(copied):
+                await _insert(conn, new_id, seq, 1, e)
+            return await _bump(conn, new_id, 0)
+
+    async def compact(self, id: str, summary: Message) -> int:
+        validate_session_id(id)
+        if summary.kind != "compaction_summary":
+            summary = summary.with_(kind="compaction_summary")
+        async with self._conn() as conn, conn.transaction():
+            rev = await _lock(conn, id)
+            last = await _last(conn, id)
+            entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
+            await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, entry)
+            return await _bump(conn, id, rev)
+
+    async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
+        validate_session_id(id)
+        async with self._conn() as conn, conn.transaction():
+            rev = await _lock(conn, id)
+            last = await _last(conn, id)
+            plan_remove_last(
+                [last[1]] if last else [], expected_revision=expected_revision, revision=rev
+            )
+            assert last is not None
+            await conn.execute(
+                "DELETE FROM dive_entries WHERE session_id = %s AND seq = %s", (id, last[0])
+            )
+            return await _bump(conn, id, rev)
+
+    # --- claims ------------------------------------------------------------------------------
+
+    async def claim(self, id: str, owner: str, ttl: float) -> None:
+        await self._claim(id, owner, ttl, renew=False)
+
+    async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
+        await self._claim(id, owner, ttl, renew=True)
+
+    async def _claim(self, id: str, owner: str, ttl: float, *, renew: bool) -> None:
+        validate_session_id(id)
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO dive_claims (session_id, owner, expires_at) VALUES (%s, '', 0) "
+                "ON CONFLICT (session_id) DO NOTHING",
+                (id,),
+            )
+            cur = await conn.execute(
+                f"SELECT owner, expires_at, {_NOW} FROM dive_claims WHERE session_id = %s "
+                "FOR UPDATE",
+                (id,),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            held_by, expires, now = str(row[0]), float(row[1]), float(row[2])
+            live = held_by != "" and expires > now
+            if renew and not (live and held_by == owner):
+                raise SessionClaimedError(f"the claim of {owner} on session {id!r} was lost")
+            if not renew and live and held_by != owner:
+                raise SessionClaimedError(
+                    f"session {id!r} is claimed by {held_by} for another {expires - now:.1f} s"
+                )
+            await conn.execute(
+                f"UPDATE dive_claims SET owner = %s, expires_at = {_NOW} + %s "
+                "WHERE session_id = %s",
+                (owner, ttl, id),
+            )
+
+    async def release_claim(self, id: str, owner: str) -> None:
+        validate_session_id(id)
+        async with self._conn() as conn:
+            await conn.execute(
+                "DELETE FROM dive_claims WHERE session_id = %s AND owner = %s", (id, owner)
+            )
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+async def _migrate(conn: AsyncConnection[Any]) -> None:
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+    await conn.execute("CREATE TABLE IF NOT EXISTS dive_meta (key TEXT PRIMARY KEY, value TEXT)")
+    cur = await conn.execute("SELECT value FROM dive_meta WHERE key = 'schema_version'")
+    row = await cur.fetchone()
+    current = int(row[0]) if row else 0
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has dive session schema version {current}, newer than this dive "
+            f"understands ({SCHEMA_VERSION}); upgrade dive-agents to open it"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        for statement in _MIGRATIONS[version]:
+            await conn.execute(statement)  # pyright: ignore[reportArgumentType]
+        await conn.execute(
+            "INSERT INTO dive_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(version),),
+        )
+
+
+async def _revision(conn: AsyncConnection[Any], id: str) -> int:
+    cur = await conn.execute("SELECT revision FROM dive_sessions WHERE id = %s", (id,))
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _lock(conn: AsyncConnection[Any], id: str) -> int:
+    """Lock the session row (creating it at revision 0) and return its revision."""
+    await conn.execute(
+        "INSERT INTO dive_sessions (id, revision, created_at, updated_at) "
+        f"VALUES (%s, 0, {_NOW}, {_NOW}) ON CONFLICT (id) DO NOTHING",
+        (id,),
+    )
+    cur = await conn.execute("SELECT revision FROM dive_sessions WHERE id = %s FOR UPDATE", (id,))
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def _last(conn: AsyncConnection[Any], id: str) -> tuple[int, Entry] | None:
+    cur = await conn.execute(
+        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = %s "
+        "ORDER BY seq DESC LIMIT 1",
+        (id,),
+    )
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return int(row[0]), decode_entry(id, int(row[1]), str(row[2]), row[3])
+
+
+async def _entries(conn: AsyncConnection[Any], id: str, from_seq: int) -> list[Entry]:
+    cur = await conn.execute(
+        "SELECT revision, kind, data FROM dive_entries WHERE session_id = %s AND seq >= %s "
+        "ORDER BY seq",
+        (id, from_seq),
+    )
+    return [decode_entry(id, int(r[0]), str(r[1]), r[2]) for r in await cur.fetchall()]
+
+
+async def _insert(
+    conn: AsyncConnection[Any], id: str, seq: int, revision: int, entry: Entry
+) -> None:
+    is_turn = isinstance(entry, Turn)
+    await conn.execute(
+        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, data) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        (
+            id,
+            seq,
+            revision,
+            entry_kind(entry),
+            entry.id if is_turn else None,
+            entry.status if is_turn else None,
+            encode_entry(entry),
+        ),
+    )
+
+
+async def _bump(conn: AsyncConnection[Any], id: str, rev: int) -> int:
+    await conn.execute(
+        "UPDATE dive_sessions SET revision = %s, "
+        f"updated_at = {_NOW}, "
+        "turn_count = (SELECT COUNT(*) FROM dive_entries WHERE session_id = %s AND kind = 'turn'), "
+        "suspended = COALESCE((SELECT status = 'suspended' FROM dive_entries "
+        "WHERE session_id = %s ORDER BY seq DESC LIMIT 1), FALSE) "
+        "WHERE id = %s",
+        (rev + 1, id, id, id),
+    )
+    return rev + 1
+
+
+def _info(row: Any) -> SessionInfo:
+    meta: dict[str, Any] = json.loads(row[7]) if row[7] else {}
+    return SessionInfo(
+        id=str(row[0]),
+        title=row[1],
+        created_at=datetime.fromtimestamp(float(row[2]), UTC),
+        updated_at=datetime.fromtimestamp(float(row[3]), UTC),
+        turn_count=int(row[4]),
+        revision=int(row[5]),
+        suspended=bool(row[6]),
+        metadata={str(k): str(v) for k, v in meta.items()},
+    )
