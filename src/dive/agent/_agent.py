@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
@@ -19,6 +19,7 @@ from typing_extensions import TypeVar
 from dive.agent._background import BackgroundResult
 from dive.agent._begin import check_arguments, load_snapshot, plan_turn
 from dive.agent._cancel import CancelToken
+from dive.agent._durable import ClaimKeeper, process_owner
 from dive.agent._extension import Extension
 from dive.agent._hooks import Hooks, SessionStartResult, call_hook
 from dive.agent._locks import session_lock
@@ -244,11 +245,27 @@ class Agent(Generic[OutputT]):
         if chosen is None:
             return await self._start(options, None, None)
         async with session_lock(chosen.id):
-            snap = await load_snapshot(self, chosen)
-            return await self._start(options, chosen, snap)
+            if not self.durability.claim:
+                snap = await load_snapshot(self, chosen)
+                return await self._start(options, chosen, snap)
+            token = CancelToken(parent=cancel)
+            keeper = ClaimKeeper(
+                chosen,
+                self.durability.owner or process_owner(),
+                self.durability.claim_ttl,
+                token,
+            )
+            async with keeper:
+                snap = await load_snapshot(self, chosen)
+                options = replace(options, cancel=token)
+                return await self._start(options, chosen, snap, keeper)
 
     async def _start(
-        self, o: _RunOptions, session: Session | None, snap: SessionSnapshot | None
+        self,
+        o: _RunOptions,
+        session: Session | None,
+        snap: SessionSnapshot | None,
+        keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
         plan = plan_turn(
             self,
@@ -275,6 +292,8 @@ class Agent(Generic[OutputT]):
             prior_usage=plan.folded.usage if plan.folded is not None else None,
         )
         run.session = session
+        if keeper is not None:
+            run.claim_keeper = keeper
         run.loaded_revision = snap.revision if snap is not None else 0
         run.prompt_cache_key = o.prompt_cache_key
         if plan.folded is not None:

@@ -113,6 +113,8 @@ def _classify(run: TurnRun, exc: BaseException) -> IncompleteReason:
 
 
 def _public_error(run: TurnRun, exc: BaseException, reason: IncompleteReason) -> BaseException:
+    if reason == "canceled" and run.claim_lost is not None:
+        return run.claim_lost
     if isinstance(exc, _Deadline):
         limit = run.agent.limits.response_timeout
         return DeadlineExceededError(f"the turn's time limit was reached ({limit:g} s)")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
 from dive.agent._hooks import StopDecision, call_hook
 from dive.agent._modelcall import call_model
@@ -166,6 +167,7 @@ async def run_loop(run: TurnRun) -> Ending:
     pauses = 0
     iteration = 0
     stop_active = False
+    await checkpoint_step(run, "the first model call")
     while True:
         run.flush_reminders()
         run.check_soft_cancel()
@@ -222,6 +224,7 @@ async def run_loop(run: TurnRun) -> Ending:
         cap = limits.max_tool_calls_per_turn
         if cap is not None and run.executed_tool_calls + len(calls) > cap:
             return _incomplete("iteration_limit", calls)
+        await checkpoint_step(run, "running the response's tool calls")
         batch = await run_batch(run, calls)
         for m in batch.messages():
             run.add(m)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dive.agent._agent import Agent
     from dive.agent._background import BackgroundTaskHandle
     from dive.agent._cancel import CancelToken
+    from dive.agent._durable import ClaimKeeper
     from dive.agent._records import Turn
     from dive.agent._toolbatch import Batch
     from dive.sessions import Session
@@ -80,6 +81,8 @@ class TurnRun:
         self.loaded_revision = 0
         self.background_tasks: list[BackgroundTaskHandle] = []
         self.owed: list[ToolCall] = []
+        self.checkpoints = 0
+        self.claim_keeper: ClaimKeeper | None = None
         self.executed_tool_calls = 0
         self.items: list[AgentEvent] = []
         self.last_response: ModelResponse | None = None
@@ -184,6 +187,12 @@ class TurnRun:
         self._usages.append(usage)
         if not usage.known:
             self.usage_unknown = True
+
+    @property
+    def claim_lost(self) -> BaseException | None:
+        """The error of a lost session claim, if the claim was lost."""
+        keeper = self.claim_keeper
+        return keeper.lost if keeper is not None else None
 
     @property
     def usage(self) -> Usage:

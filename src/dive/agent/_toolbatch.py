@@ -20,6 +20,7 @@ from typing import Any
 
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._close import HALTED_TEXT
+from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallEvent, ToolCallResultEvent
 from dive.agent._exec import ExecResult, execute_call
 from dive.agent._hooks import call_hook
@@ -283,11 +284,17 @@ async def _sequential(run: TurnRun, batch: Batch) -> None:
         if prepared is None:
             continue
         run.check_soft_cancel()
-        batch.states[call.id] = "running"
         run.set_call(call, "running")
+        try:
+            await checkpoint_step(run, f"starting tool call {call.id}")
+        except BaseException:
+            run.set_call(call, "not_started")
+            raise
+        batch.states[call.id] = "running"
         run.executed_tool_calls += 1
         res = await execute_call(run, prepared.tool, call, prepared.input)
         await _post(run, batch, prepared, res)
+        await checkpoint_step(run, "the step after a tool result")
 
 
 async def _parallel(run: TurnRun, batch: Batch) -> None:
@@ -298,6 +305,15 @@ async def _parallel(run: TurnRun, batch: Batch) -> None:
         if p is not None:
             prepared.append(p)
     run.check_soft_cancel()
+    if prepared and run.agent.durability.checkpoint_steps and run.session is not None:
+        for p in prepared:
+            run.set_call(p.call, "running")  # as recorded: it may start from now on
+        try:
+            await checkpoint_step(run, "launching parallel tool calls")
+        except BaseException:
+            for p in prepared:
+                run.set_call(p.call, "not_started")
+            raise
     limit = asyncio.Semaphore(max(1, run.agent.max_tool_concurrency))
 
     async def one(p: Prepared) -> tuple[Prepared, ExecResult | None]:
@@ -317,6 +333,7 @@ async def _parallel(run: TurnRun, batch: Batch) -> None:
             p, res = await fut
             if res is not None:
                 await _post(run, batch, p, res)
+                await checkpoint_step(run, "the step after a tool result")
     except BaseException:
         _abandon(run, batch, tasks)
         raise

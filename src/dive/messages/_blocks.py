@@ -8,8 +8,8 @@ the provider that produced it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import ConfigDict, Field
@@ -176,7 +176,7 @@ class ToolCall:
     def __post_init__(self) -> None:
         _check_str(self.id, "id")
         _check_str(self.name, "name")
-        args: object = self.arguments
+        args = cast(object, self.arguments)
         if type(args) is MappingProxyType:
             return
         if type(args) is not dict and not isinstance(args, Mapping):

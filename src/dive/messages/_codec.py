@@ -56,7 +56,7 @@ _UNION_FIELDS = frozenset({"source"})
 
 def freeze_mapping(value: Mapping[str, T]) -> Mapping[str, T]:
     """Return a read-only view of ``value`` (``EMPTY`` when empty)."""
-    if type(value) is MappingProxyType:
+    if isinstance(value, MappingProxyType):
         return value
     if not value:
         return EMPTY

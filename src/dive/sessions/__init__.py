@@ -1,5 +1,7 @@
 """Sessions as turn stores: the protocol, the shared log rules and the backends."""
 
+from typing import TYPE_CHECKING
+
 from dive.sessions._memory import MemorySessionStore
 from dive.sessions._protocol import (
     Session,
@@ -9,6 +11,10 @@ from dive.sessions._protocol import (
     validate_session_id,
 )
 from dive.sessions._sqlite import SQLiteSessionStore
+
+if TYPE_CHECKING:
+    from dive.sessions._postgres import PostgresSessionStore
+
 
 def __getattr__(name: str) -> object:
     # PostgresSessionStore needs the optional psycopg extra; import it only when asked for.

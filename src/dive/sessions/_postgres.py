@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, LiteralString
 
 from dive.agent._records import Turn
 from dive.errors import MissingExtraError, SessionClaimedError, StoreError, UserError
@@ -39,7 +39,7 @@ __all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
 SCHEMA_VERSION = 1
 _LOCK_KEY = 0x64697665  # "dive"
 
-_MIGRATIONS: dict[int, list[str]] = {
+_MIGRATIONS: dict[int, list[LiteralString]] = {
     1: [
         """CREATE TABLE dive_sessions (
             id TEXT PRIMARY KEY,
@@ -135,8 +135,10 @@ class PostgresSessionStore:
             start = int((await cur.fetchone())[0])
             entries = await _entries(conn, id, start)
             snap = snapshot(entries, rev)
-            if snap.latest_outcome is None and start > 0 and not any(
-                isinstance(e, Turn) for e in entries
+            if (
+                snap.latest_outcome is None
+                and start > 0
+                and not any(isinstance(e, Turn) for e in entries)
             ):
                 earlier = snapshot((await _entries(conn, id, 0))[:start], rev).latest_outcome
                 if earlier is not None:
@@ -310,7 +312,7 @@ async def _migrate(conn: AsyncConnection[Any]) -> None:
         )
     for version in range(current + 1, SCHEMA_VERSION + 1):
         for statement in _MIGRATIONS[version]:
-            await conn.execute(statement)  # pyright: ignore[reportArgumentType]
+            await conn.execute(statement)
         await conn.execute(
             "INSERT INTO dive_meta (key, value) VALUES ('schema_version', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
