@@ -37,6 +37,9 @@ services-down:
 	scripts/services.sh down
 
 bench: install
+	@env_lines="$$(scripts/services.sh up)" || exit 1; \
+	trap 'scripts/services.sh down' EXIT; \
+	export $$env_lines; \
 	$(RUN) python -m benchmarks
 
 demo: install

@@ -70,7 +70,7 @@ class TurnRun:
         self.cancel = cancel
         self.values = values
         self.session_id = session_id
-        self._usages: list[Usage] = []
+        self._usage = Usage.ZERO
         self.prior_usage = prior_usage or Usage.ZERO
         self.usage_unknown = False
         self.calls: dict[str, _CallEntry] = {}
@@ -157,9 +157,7 @@ class TurnRun:
                 call.id, call.name, state, error, tool.definition if tool is not None else None
             )
             return
-        entry.state = state
-        if error is not None:
-            entry.error = error
+        entry.update(state, error)
 
     def is_read_only(self, name: str) -> bool:
         """True if the tool named ``name`` is known and read-only."""
@@ -183,8 +181,8 @@ class TurnRun:
     # --- usage ------------------------------------------------------------------------------
 
     def add_usage(self, usage: Usage) -> None:
-        """Add one model call's usage to the invocation's (summed when read)."""
-        self._usages.append(usage)
+        """Add one model call's usage to the invocation's."""
+        self._usage = self._usage + usage
         if not usage.known:
             self.usage_unknown = True
 
@@ -197,10 +195,7 @@ class TurnRun:
     @property
     def usage(self) -> Usage:
         """Usage of this invocation: every model call's, summed."""
-        total = Usage.ZERO
-        for u in self._usages:
-            total = total + u
-        return total
+        return self._usage
 
     @property
     def turn_usage(self) -> Usage:
@@ -252,7 +247,7 @@ class TurnRun:
 class _CallEntry:
     """Mutable per-call state while the turn runs; frozen into a ``ToolCallRecord`` at the end."""
 
-    __slots__ = ("definition", "error", "id", "name", "state")
+    __slots__ = ("_record", "definition", "error", "id", "name", "state")
 
     def __init__(
         self,
@@ -267,8 +262,21 @@ class _CallEntry:
         self.state: CallState = state
         self.error = error
         self.definition = definition
+        self._record: ToolCallRecord | None = None
+
+    def update(self, state: CallState, error: str | None) -> None:
+        self.state = state
+        if error is not None:
+            self.error = error
+        self._record = None
 
     def record(self) -> ToolCallRecord:
+        """The frozen record (reused until the state changes)."""
+        if self._record is None:
+            self._record = self._build()
+        return self._record
+
+    def _build(self) -> ToolCallRecord:
         d = self.definition
         read_only = d is not None and d.read_only
         return ToolCallRecord(

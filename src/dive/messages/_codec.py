@@ -49,6 +49,8 @@ FORBID_EXTRA = ConfigDict(extra="forbid")
 
 _KEEP = frozenset({"type"})
 _MISSING: Any = object()
+MISSING: Any = _MISSING
+"""Marks a field without a default in :func:`field_defaults`."""
 
 # Discriminator tags pydantic inserts into error locations; they are not field names.
 _UNION_FIELDS = frozenset({"source"})
@@ -75,6 +77,11 @@ def _defaults(cls: type) -> tuple[tuple[str, Any], ...]:
             default = _MISSING
         out.append((f.name, _MISSING if f.name in _KEEP else default))
     return tuple(out)
+
+
+def field_defaults(cls: type) -> tuple[tuple[str, Any], ...]:
+    """``(name, default)`` per dataclass field; ``MISSING`` when the field is always written."""
+    return _defaults(cls)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import is_dataclass
 from typing import Any
 
 from dive.agent._records import Turn
 from dive.errors import MessageValidationError, SessionCorruptedError
-from dive.messages._codec import decode, dumps
+from dive.messages._codec import MISSING, decode, dumps, field_defaults, to_jsonable
 from dive.sessions._log import Compaction, Entry
 
 __all__ = ["decode_entry", "encode_entry", "entry_kind"]
@@ -17,8 +19,87 @@ def entry_kind(entry: Entry) -> str:
     return "turn" if isinstance(entry, Turn) else "compaction"
 
 
+_MESSAGES: dict[int, tuple[object, str]] = {}
+_RECORDS: dict[object, str] = {}
+_CACHE_LIMIT = 8192
+
+
+def _json(value: Any) -> str:
+    return json.dumps(to_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+
+
+def _by_identity(obj: object) -> str:
+    """JSON of an immutable object, cached by identity.
+
+    Step checkpoints re-encode a turn's earlier messages many times; each is encoded once.
+    """
+    hit = _MESSAGES.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    text = _json(obj)
+    if len(_MESSAGES) >= _CACHE_LIMIT:
+        _MESSAGES.clear()
+    _MESSAGES[id(obj)] = (obj, text)
+    return text
+
+
+def _by_value(obj: object) -> str:
+    try:
+        hit = _RECORDS.get(obj)
+    except TypeError:  # holds a mapping: not hashable, encode it directly
+        return _json(obj)
+    if hit is not None:
+        return hit
+    text = _json(obj)
+    if len(_RECORDS) >= _CACHE_LIMIT:
+        _RECORDS.clear()
+    _RECORDS[obj] = text
+    return text
+
+
+_STAMPED = ("messages", "tool_calls", "revision", "persistence")
+
+
+def encode_unstamped(turn: Turn) -> str:
+    """JSON of a turn without ``revision``/``persistence`` (see :func:`stamp`).
+
+    Done on the caller's thread, before the store's transaction, so the transaction itself
+    only splices in the revision.
+    """
+    return _encode(turn, _STAMPED)
+
+
+def stamp(unstamped: str, revision: int) -> str:
+    """The stored JSON of a turn written at ``revision``."""
+    return f'{{"revision":{revision},"persistence":"saved",' + unstamped[1:]
+
+
+def encode_turn(turn: Turn) -> str:
+    """Compact JSON text of a turn; messages and call records come from caches."""
+    return _encode(turn, _STAMPED[:2])
+
+
+def _encode(turn: Turn, skip: tuple[str, ...]) -> str:
+    parts: list[str] = []
+    for name, default in field_defaults(Turn):
+        if name in skip:
+            continue
+        v = getattr(turn, name)
+        if default is not MISSING and (v is default or v == default):
+            continue
+        frag = _by_value(v) if is_dataclass(v) else _json(v)
+        parts.append(f'"{name}":{frag}')
+    if turn.messages:
+        parts.append('"messages":[' + ",".join(_by_identity(m) for m in turn.messages) + "]")
+    if turn.tool_calls:
+        parts.append('"tool_calls":[' + ",".join(_by_identity(r) for r in turn.tool_calls) + "]")
+    return "{" + ",".join(parts) + "}"
+
+
 def encode_entry(entry: Entry) -> str:
     """Compact JSON text of an entry."""
+    if isinstance(entry, Turn):
+        return encode_turn(entry)
     return dumps(entry)
 
 

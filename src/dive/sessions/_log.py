@@ -26,6 +26,7 @@ from dive.sessions._protocol import SessionSnapshot
 __all__ = [
     "Compaction",
     "Entry",
+    "Head",
     "Plan",
     "plan_checkpoint",
     "plan_checkpoint_tail",
@@ -94,31 +95,53 @@ def snapshot(entries: Sequence[Entry], revision: int) -> SessionSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class Head:
+    """What the write rules need to know about the last entry (SQL backends keep columns)."""
+
+    kind: str
+    turn_id: str | None
+    status: str | None
+    superseded: bool
+
+    @staticmethod
+    def of(entry: Entry) -> Head:
+        if isinstance(entry, Turn):
+            return Head("turn", entry.id, entry.status, entry.superseded)
+        return Head("compaction", None, None, False)
+
+    @property
+    def is_open(self) -> bool:
+        return self.kind == "turn" and self.status in _OPEN and not self.superseded
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
-    """What a write does: replace the entry at ``index`` or append (superseding ``index``)."""
+    """What a write does: replace the last entry, or append (marking the last superseded)."""
 
     action: Literal["replace", "append"]
     turn: Turn
-    index: int | None = None
-    supersede: Turn | None = None
+    supersede: bool = False
 
 
 def plan_checkpoint(
     entries: Sequence[Entry], turn: Turn, *, expected_revision: int, revision: int
 ) -> Plan:
     """Validate a checkpoint against the whole log (see :func:`plan_checkpoint_tail`)."""
-    last = entries[-1] if entries else None
+    head = Head.of(entries[-1]) if entries else None
     recorded = any(isinstance(e, Turn) and e.id == turn.id for e in entries)
-    plan = plan_checkpoint_tail(
-        last, recorded, turn, expected_revision=expected_revision, revision=revision
+    return plan_checkpoint_tail(
+        head, recorded, turn, expected_revision=expected_revision, revision=revision
     )
-    if plan.index is not None:
-        plan = replace(plan, index=len(entries) - 1)
-    return plan
+
+
+def superseded(entry: Entry) -> Entry:
+    """The last entry as rewritten when a new turn supersedes it."""
+    assert isinstance(entry, Turn)
+    return replace(entry, superseded=True)
 
 
 def plan_checkpoint_tail(
-    last: Entry | None,
+    last: Head | None,
     id_recorded: bool,
     turn: Turn,
     *,
@@ -127,8 +150,7 @@ def plan_checkpoint_tail(
 ) -> Plan:
     """Validate a checkpoint given only the last entry and whether ``turn.id`` is recorded.
 
-    ``Plan.index`` is ``-1`` (the last entry) when set. Raises ``SaveRejectedError``
-    subclasses; nothing is written.
+    Raises ``SaveRejectedError`` subclasses; nothing is written.
     """
     if expected_revision != revision:
         raise RevisionConflictError(
@@ -140,36 +162,31 @@ def plan_checkpoint_tail(
     if turn.status == "suspended" and turn.suspension is None:
         raise UserError("a suspended turn needs its suspension state")
     stamped = replace(turn, revision=revision + 1, persistence="saved")
-    found = last if isinstance(last, Turn) and is_open(last) else None
-    if found is not None and found.id == turn.id:
-        return Plan("replace", stamped, index=-1)
+    found = last if last is not None and last.is_open else None
+    if found is not None and found.turn_id == turn.id:
+        return Plan("replace", stamped)
     if id_recorded:
         raise RevisionConflictError(
             f"turn {turn.id} is already recorded and is not the open turn; it cannot be replaced"
         )
     if found is not None and found.status == "suspended":
         raise SuspendedSessionError(
-            f"the session's turn {found.id} is suspended: resume it with tool_results= or "
+            f"the session's turn {found.turn_id} is suspended: resume it with tool_results= or "
             "close it with cancel_suspended_turn() before starting a new turn"
         )
-    if found is not None:
-        return Plan("append", stamped, index=-1, supersede=replace(found, superseded=True))
-    return Plan("append", stamped)
+    return Plan("append", stamped, supersede=found is not None)
 
 
-def plan_remove_last(
-    entries: Sequence[Entry], *, expected_revision: int | None, revision: int
-) -> int:
-    """Index of the turn ``remove_last_turn`` deletes; raises ``NoTurnError``."""
+def plan_remove_last(last: Head | None, *, expected_revision: int | None, revision: int) -> None:
+    """Check that ``remove_last_turn`` may delete the last entry; raises ``NoTurnError``."""
     if expected_revision is not None and expected_revision != revision:
         raise RevisionConflictError(
             f"expected revision {expected_revision} but the session is at {revision}"
         )
-    if not entries:
+    if last is None:
         raise NoTurnError("the session has no turn to remove")
-    if isinstance(entries[-1], Compaction):
+    if last.kind != "turn":
         raise NoTurnError("the last entry is a compaction, not a turn; nothing was removed")
-    return len(entries) - 1
 
 
 def fork_entries(entries: Sequence[Entry], *, include_open_turn: bool) -> list[Entry]:

@@ -13,6 +13,7 @@ from dive.messages import Message
 from dive.sessions._log import (
     Compaction,
     Entry,
+    Head,
     fork_entries,
     now,
     open_turn,
@@ -20,6 +21,7 @@ from dive.sessions._log import (
     plan_remove_last,
     snapshot,
     sum_usage,
+    superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 
@@ -69,11 +71,10 @@ class MemorySessionStore:
             row.entries, turn, expected_revision=expected_revision, revision=row.revision
         )
         if plan.action == "replace":
-            assert plan.index is not None
-            row.entries[plan.index] = plan.turn
+            row.entries[-1] = plan.turn
         else:
-            if plan.supersede is not None and plan.index is not None:
-                row.entries[plan.index] = plan.supersede
+            if plan.supersede:
+                row.entries[-1] = superseded(row.entries[-1])
             row.entries.append(plan.turn)
         return self._bump(row)
 
@@ -123,10 +124,9 @@ class MemorySessionStore:
 
     async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
         row = self._row(id)
-        index = plan_remove_last(
-            row.entries, expected_revision=expected_revision, revision=row.revision
-        )
-        del row.entries[index]
+        head = Head.of(row.entries[-1]) if row.entries else None
+        plan_remove_last(head, expected_revision=expected_revision, revision=row.revision)
+        del row.entries[-1]
         return self._bump(row)
 
     async def turns(self, id: str) -> list[Turn]:

@@ -18,15 +18,23 @@ from dive.agent._records import Turn
 from dive.errors import MissingExtraError, SessionClaimedError, StoreError, UserError
 from dive.llm import Usage
 from dive.messages import Message
-from dive.sessions._codec import decode_entry, encode_entry, entry_kind
+from dive.sessions._codec import (
+    decode_entry,
+    encode_entry,
+    encode_unstamped,
+    entry_kind,
+    stamp,
+)
 from dive.sessions._log import (
     Compaction,
     Entry,
+    Head,
     fork_entries,
     plan_checkpoint_tail,
     plan_remove_last,
     snapshot,
     sum_usage,
+    superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 
@@ -58,6 +66,7 @@ _MIGRATIONS: dict[int, list[LiteralString]] = {
             kind TEXT NOT NULL,
             turn_id TEXT,
             status TEXT,
+            superseded BOOLEAN NOT NULL DEFAULT FALSE,
             data TEXT NOT NULL,
             PRIMARY KEY (session_id, seq)
         )""",
@@ -176,9 +185,10 @@ class PostgresSessionStore:
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
+        unstamped = encode_unstamped(turn)
         async with self._conn() as conn, conn.transaction():
             rev = await _lock(conn, id)
-            last = await _last(conn, id)
+            last = await _head(conn, id)
             cur = await conn.execute(
                 "SELECT 1 FROM dive_entries WHERE session_id = %s AND turn_id = %s LIMIT 1",
                 (id, turn.id),
@@ -191,21 +201,20 @@ class PostgresSessionStore:
                 expected_revision=expected_revision,
                 revision=rev,
             )
+            suspended = plan.turn.status == "suspended"
             if plan.action == "replace":
                 assert last is not None
                 await conn.execute(
                     "UPDATE dive_entries SET revision = %s, status = %s, data = %s "
                     "WHERE session_id = %s AND seq = %s",
-                    (rev + 1, plan.turn.status, encode_entry(plan.turn), id, last[0]),
+                    (rev + 1, plan.turn.status, stamp(unstamped, rev + 1), id, last[0]),
                 )
-            else:
-                if plan.supersede is not None and last is not None:
-                    await conn.execute(
-                        "UPDATE dive_entries SET data = %s WHERE session_id = %s AND seq = %s",
-                        (encode_entry(plan.supersede), id, last[0]),
-                    )
-                await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, plan.turn)
-            return await _bump(conn, id, rev)
+                return await _bump(conn, id, rev, suspended=suspended)
+            if plan.supersede and last is not None:
+                await _supersede(conn, id, last[0])
+            data = stamp(unstamped, rev + 1)
+            await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, plan.turn, data)
+            return await _bump(conn, id, rev, turns=1, suspended=suspended)
 
     async def delete(self, id: str) -> None:
         validate_session_id(id)
@@ -224,7 +233,8 @@ class PostgresSessionStore:
             copied = fork_entries(await _entries(conn, id, 0), include_open_turn=include_open_turn)
             for seq, e in enumerate(copied):
                 await _insert(conn, new_id, seq, 1, e)
-            return await _bump(conn, new_id, 0)
+            turns = sum(1 for e in copied if isinstance(e, Turn))
+            return await _bump(conn, new_id, 0, turns=turns)
 
     async def compact(self, id: str, summary: Message) -> int:
         validate_session_id(id)
@@ -232,7 +242,7 @@ class PostgresSessionStore:
             summary = summary.with_(kind="compaction_summary")
         async with self._conn() as conn, conn.transaction():
             rev = await _lock(conn, id)
-            last = await _last(conn, id)
+            last = await _head(conn, id)
             entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
             await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, entry)
             return await _bump(conn, id, rev)
@@ -241,15 +251,15 @@ class PostgresSessionStore:
         validate_session_id(id)
         async with self._conn() as conn, conn.transaction():
             rev = await _lock(conn, id)
-            last = await _last(conn, id)
+            last = await _head(conn, id)
             plan_remove_last(
-                [last[1]] if last else [], expected_revision=expected_revision, revision=rev
+                last[1] if last else None, expected_revision=expected_revision, revision=rev
             )
             assert last is not None
             await conn.execute(
                 "DELETE FROM dive_entries WHERE session_id = %s AND seq = %s", (id, last[0])
             )
-            return await _bump(conn, id, rev)
+            return await _bump(conn, id, rev, turns=-1)
 
     # --- claims ------------------------------------------------------------------------------
 
@@ -339,16 +349,30 @@ async def _lock(conn: AsyncConnection[Any], id: str) -> int:
     return int(row[0])
 
 
-async def _last(conn: AsyncConnection[Any], id: str) -> tuple[int, Entry] | None:
+async def _head(conn: AsyncConnection[Any], id: str) -> tuple[int, Head] | None:
     cur = await conn.execute(
-        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = %s "
+        "SELECT seq, kind, turn_id, status, superseded FROM dive_entries WHERE session_id = %s "
         "ORDER BY seq DESC LIMIT 1",
         (id,),
     )
     row = await cur.fetchone()
     if row is None:
         return None
-    return int(row[0]), decode_entry(id, int(row[1]), str(row[2]), row[3])
+    return int(row[0]), Head(str(row[1]), row[2], row[3], bool(row[4]))
+
+
+async def _supersede(conn: AsyncConnection[Any], id: str, seq: int) -> None:
+    cur = await conn.execute(
+        "SELECT revision, kind, data FROM dive_entries WHERE session_id = %s AND seq = %s",
+        (id, seq),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    old = superseded(decode_entry(id, int(row[0]), str(row[1]), row[2]))
+    await conn.execute(
+        "UPDATE dive_entries SET data = %s, superseded = TRUE WHERE session_id = %s AND seq = %s",
+        (encode_entry(old), id, seq),
+    )
 
 
 async def _entries(conn: AsyncConnection[Any], id: str, from_seq: int) -> list[Entry]:
@@ -361,12 +385,17 @@ async def _entries(conn: AsyncConnection[Any], id: str, from_seq: int) -> list[E
 
 
 async def _insert(
-    conn: AsyncConnection[Any], id: str, seq: int, revision: int, entry: Entry
+    conn: AsyncConnection[Any],
+    id: str,
+    seq: int,
+    revision: int,
+    entry: Entry,
+    data: str | None = None,
 ) -> None:
     is_turn = isinstance(entry, Turn)
     await conn.execute(
-        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, data) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, superseded, "
+        "data) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
         (
             id,
             seq,
@@ -374,20 +403,27 @@ async def _insert(
             entry_kind(entry),
             entry.id if is_turn else None,
             entry.status if is_turn else None,
-            encode_entry(entry),
+            is_turn and entry.superseded,
+            data if data is not None else encode_entry(entry),
         ),
     )
 
 
-async def _bump(conn: AsyncConnection[Any], id: str, rev: int) -> int:
+async def _bump(
+    conn: AsyncConnection[Any], id: str, rev: int, *, turns: int = 0, suspended: bool | None = None
+) -> int:
+    """Advance the revision; ``turns`` is the change in turn count."""
+    if suspended is None:
+        cur = await conn.execute(
+            "SELECT status FROM dive_entries WHERE session_id = %s ORDER BY seq DESC LIMIT 1",
+            (id,),
+        )
+        row = await cur.fetchone()
+        suspended = row is not None and row[0] == "suspended"
     await conn.execute(
-        "UPDATE dive_sessions SET revision = %s, "
-        f"updated_at = {_NOW}, "
-        "turn_count = (SELECT COUNT(*) FROM dive_entries WHERE session_id = %s AND kind = 'turn'), "
-        "suspended = COALESCE((SELECT status = 'suspended' FROM dive_entries "
-        "WHERE session_id = %s ORDER BY seq DESC LIMIT 1), FALSE) "
-        "WHERE id = %s",
-        (rev + 1, id, id, id),
+        f"UPDATE dive_sessions SET revision = %s, updated_at = {_NOW}, "
+        "turn_count = turn_count + %s, suspended = %s WHERE id = %s",
+        (rev + 1, turns, suspended, id),
     )
     return rev + 1
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,15 +24,23 @@ from dive.agent._records import Turn
 from dive.errors import SessionClaimedError, StoreError, UserError
 from dive.llm import Usage
 from dive.messages import Message
-from dive.sessions._codec import decode_entry, encode_entry, entry_kind
+from dive.sessions._codec import (
+    decode_entry,
+    encode_entry,
+    encode_unstamped,
+    entry_kind,
+    stamp,
+)
 from dive.sessions._log import (
     Compaction,
     Entry,
+    Head,
     fork_entries,
     plan_checkpoint_tail,
     plan_remove_last,
     snapshot,
     sum_usage,
+    superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 
@@ -60,6 +69,7 @@ _MIGRATIONS: dict[int, str] = {
         kind TEXT NOT NULL,
         turn_id TEXT,
         status TEXT,
+        superseded INTEGER NOT NULL DEFAULT 0,
         data TEXT NOT NULL,
         PRIMARY KEY (session_id, seq)
     );
@@ -81,7 +91,7 @@ class SQLiteSessionStore:
             raise UserError("SQLiteSessionStore needs a file path; use MemorySessionStore instead")
         self.path = Path(path)
         self._busy = busy_timeout
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dive-sqlite")
+        self._worker = _Worker()
         self._conn: sqlite3.Connection | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
@@ -105,8 +115,7 @@ class SQLiteSessionStore:
         return conn
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: fn(self._connect()))
+        return await self._worker.submit(lambda: fn(self._connect()))
 
     async def close(self) -> None:
         """Close the connection and the worker thread."""
@@ -118,7 +127,7 @@ class SQLiteSessionStore:
 
         if self._conn is not None:
             await self._run(shut)
-        self._pool.shutdown(wait=True)
+        self._worker.stop()
 
     def session(self, id: str) -> Session:
         return Session(self, id)
@@ -158,8 +167,9 @@ class SQLiteSessionStore:
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
+        unstamped = encode_unstamped(turn)
         return await self._run(
-            lambda c: _write(c, lambda: _checkpoint(c, id, turn, expected_revision))
+            lambda c: _write(c, lambda: _checkpoint(c, id, turn, unstamped, expected_revision))
         )
 
     async def delete(self, id: str) -> None:
@@ -182,7 +192,7 @@ class SQLiteSessionStore:
             copied = fork_entries(_entries(c, id, 0), include_open_turn=include_open_turn)
             for seq, e in enumerate(copied):
                 _insert(c, new_id, seq, 1, e)
-            return _bump(c, new_id, 0)
+            return _bump(c, new_id, 0, turns=sum(1 for e in copied if isinstance(e, Turn)))
 
         return await self._run(lambda c: _write(c, lambda: f(c)))
 
@@ -204,13 +214,13 @@ class SQLiteSessionStore:
 
         def f(c: sqlite3.Connection) -> int:
             rev = _revision(c, id)
-            last = _last(c, id)
+            last = _head(c, id)
             plan_remove_last(
-                [last[1]] if last else [], expected_revision=expected_revision, revision=rev
+                last[1] if last else None, expected_revision=expected_revision, revision=rev
             )
             assert last is not None
             c.execute("DELETE FROM dive_entries WHERE session_id = ? AND seq = ?", (id, last[0]))
-            return _bump(c, id, rev)
+            return _bump(c, id, rev, turns=-1)
 
         return await self._run(lambda c: _write(c, lambda: f(c)))
 
@@ -231,6 +241,65 @@ class SQLiteSessionStore:
             c.execute("DELETE FROM dive_claims WHERE session_id = ? AND owner = ?", (id, owner))
 
         await self._run(lambda c: _write(c, lambda: r(c)))
+
+
+class _Worker:
+    """One thread that owns the connection; results come back via ``call_soon_threadsafe``.
+
+    Lighter than ``run_in_executor`` (no concurrent future per call), which matters because
+    step checkpoints make several writes per model call.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _ensure(self) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._loop, name="dive-sqlite", daemon=True
+                    )
+                    self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            fn, loop, fut = item
+            try:
+                value, error = fn(), None
+            except BaseException as exc:
+                value, error = None, exc
+            try:
+                loop.call_soon_threadsafe(_settle, fut, value, error)
+            except RuntimeError:  # the loop closed while we worked
+                pass
+
+    async def submit(self, fn: Callable[[], T]) -> T:
+        self._ensure()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        self._queue.put((fn, loop, fut))
+        return await fut
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout=30)
+            self._thread = None
+
+
+def _settle(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if fut.cancelled():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(value)
 
 
 # --- helpers (run on the worker thread) ----------------------------------------------------------
@@ -285,15 +354,15 @@ def _next_seq(conn: sqlite3.Connection, id: str) -> int:
     return int(row[0]) + 1
 
 
-def _last(conn: sqlite3.Connection, id: str) -> tuple[int, Entry] | None:
+def _head(conn: sqlite3.Connection, id: str) -> tuple[int, Head] | None:
     row = conn.execute(
-        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = ? "
+        "SELECT seq, kind, turn_id, status, superseded FROM dive_entries WHERE session_id = ? "
         "ORDER BY seq DESC LIMIT 1",
         (id,),
     ).fetchone()
     if row is None:
         return None
-    return int(row[0]), decode_entry(id, int(row[1]), str(row[2]), row[3])
+    return int(row[0]), Head(str(row[1]), row[2], row[3], bool(row[4]))
 
 
 def _entries(conn: sqlite3.Connection, id: str, from_seq: int) -> list[Entry]:
@@ -333,11 +402,18 @@ def _load(conn: sqlite3.Connection, id: str) -> SessionSnapshot:
         conn.execute("COMMIT")
 
 
-def _insert(conn: sqlite3.Connection, id: str, seq: int, revision: int, entry: Entry) -> None:
+def _insert(
+    conn: sqlite3.Connection,
+    id: str,
+    seq: int,
+    revision: int,
+    entry: Entry,
+    data: str | None = None,
+) -> None:
     is_turn = isinstance(entry, Turn)
     conn.execute(
-        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, data) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO dive_entries (session_id, seq, revision, kind, turn_id, status, superseded, "
+        "data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             id,
             seq,
@@ -345,33 +421,38 @@ def _insert(conn: sqlite3.Connection, id: str, seq: int, revision: int, entry: E
             entry_kind(entry),
             entry.id if is_turn else None,
             entry.status if is_turn else None,
-            encode_entry(entry),
+            1 if is_turn and entry.superseded else 0,
+            data if data is not None else encode_entry(entry),
         ),
     )
 
 
-def _bump(conn: sqlite3.Connection, id: str, rev: int) -> int:
+def _bump(
+    conn: sqlite3.Connection, id: str, rev: int, *, turns: int = 0, suspended: bool | None = None
+) -> int:
+    """Advance the revision; ``turns`` is the change in turn count."""
     now = time.time()
-    counts = conn.execute(
-        "SELECT COUNT(*) FROM dive_entries WHERE session_id = ? AND kind = 'turn'", (id,)
-    ).fetchone()
-    last = conn.execute(
-        "SELECT status FROM dive_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (id,)
-    ).fetchone()
-    suspended = 1 if last is not None and last[0] == "suspended" else 0
+    if suspended is None:
+        last = conn.execute(
+            "SELECT status FROM dive_entries WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+            (id,),
+        ).fetchone()
+        suspended = last is not None and last[0] == "suspended"
     conn.execute(
         "INSERT INTO dive_sessions (id, revision, created_at, updated_at, turn_count, suspended) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET revision = excluded.revision, "
-        "updated_at = excluded.updated_at, turn_count = excluded.turn_count, "
+        "updated_at = excluded.updated_at, turn_count = turn_count + excluded.turn_count, "
         "suspended = excluded.suspended",
-        (id, rev + 1, now, now, int(counts[0]), suspended),
+        (id, rev + 1, now, now, turns, 1 if suspended else 0),
     )
     return rev + 1
 
 
-def _checkpoint(conn: sqlite3.Connection, id: str, turn: Turn, expected: int) -> int:
+def _checkpoint(
+    conn: sqlite3.Connection, id: str, turn: Turn, unstamped: str, expected: int
+) -> int:
     rev = _revision(conn, id)
-    last = _last(conn, id)
+    last = _head(conn, id)
     recorded = (
         conn.execute(
             "SELECT 1 FROM dive_entries WHERE session_id = ? AND turn_id = ? LIMIT 1",
@@ -383,21 +464,28 @@ def _checkpoint(conn: sqlite3.Connection, id: str, turn: Turn, expected: int) ->
         last[1] if last else None, recorded, turn, expected_revision=expected, revision=rev
     )
     new_rev = rev + 1
+    suspended = plan.turn.status == "suspended"
     if plan.action == "replace":
         assert last is not None
         conn.execute(
             "UPDATE dive_entries SET revision = ?, status = ?, data = ? "
             "WHERE session_id = ? AND seq = ?",
-            (new_rev, plan.turn.status, encode_entry(plan.turn), id, last[0]),
+            (new_rev, plan.turn.status, stamp(unstamped, new_rev), id, last[0]),
         )
-    else:
-        if plan.supersede is not None and last is not None:
-            conn.execute(
-                "UPDATE dive_entries SET data = ? WHERE session_id = ? AND seq = ?",
-                (encode_entry(plan.supersede), id, last[0]),
-            )
-        _insert(conn, id, (last[0] + 1) if last else 0, new_rev, plan.turn)
-    return _bump(conn, id, rev)
+        return _bump(conn, id, rev, suspended=suspended)
+    if plan.supersede and last is not None:
+        row = conn.execute(
+            "SELECT revision, kind, data FROM dive_entries WHERE session_id = ? AND seq = ?",
+            (id, last[0]),
+        ).fetchone()
+        old = superseded(decode_entry(id, int(row[0]), str(row[1]), row[2]))
+        conn.execute(
+            "UPDATE dive_entries SET data = ?, superseded = 1 WHERE session_id = ? AND seq = ?",
+            (encode_entry(old), id, last[0]),
+        )
+    data = stamp(unstamped, new_rev)
+    _insert(conn, id, (last[0] + 1) if last else 0, new_rev, plan.turn, data)
+    return _bump(conn, id, rev, turns=1, suspended=suspended)
 
 
 def _claim(conn: sqlite3.Connection, id: str, owner: str, ttl: float, *, renew: bool) -> None:
