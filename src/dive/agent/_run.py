@@ -207,15 +207,8 @@ class TurnRun:
     async def emit(self, event: AgentEvent) -> None:
         """Record and deliver an event; a handler failure ends the turn ``callback_error``."""
         self.items.append(event)
-        handler = self.on_event
-        if handler is None:
-            return
-        try:
-            out = handler(event)
-            if inspect.isawaitable(out):
-                await out
-        except Exception as exc:
-            raise EventHandlerError(f"the on_event handler raised: {exc!r}") from exc
+        if self.on_event is not None:
+            await self.deliver(event)
 
     async def deliver(self, event: AgentEvent) -> None:
         """Deliver an event to the handler without keeping it in ``items`` (raw deltas)."""
