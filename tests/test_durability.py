@@ -364,3 +364,16 @@ async def test_postgres_corrupted_row_and_schema_version() -> None:
         await conn.execute("UPDATE dive_meta SET value = '7' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="schema version 7"):
         await PostgresSessionStore(dsn).open()
+
+
+async def test_open_store_picks_the_backend(tmp_path: Path) -> None:
+    from dive.sessions import open_store
+
+    sqlite_store = await open_store(tmp_path / "a.db")
+    assert isinstance(sqlite_store, SQLiteSessionStore)
+    await Agent(model=ScriptedModel([text("hi")]), session=sqlite_store.session("x")).run("hello")
+    assert (tmp_path / "a.db").exists()
+    await sqlite_store.close()
+    pg = await open_store(postgres_dsn())
+    assert type(pg).__name__ == "PostgresSessionStore"
+    await pg.close()

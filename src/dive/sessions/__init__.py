@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from dive.sessions._memory import MemorySessionStore
+from dive.sessions._open import open_store
 from dive.sessions._protocol import (
     Session,
     SessionInfo,
@@ -33,5 +34,6 @@ __all__ = [
     "SessionInfo",
     "SessionSnapshot",
     "SessionStore",
+    "open_store",
     "validate_session_id",
 ]
