@@ -16,16 +16,19 @@ from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
+from dive.agent._approval import ApprovalPolicy, default_policy
 from dive.agent._background import BackgroundResult
-from dive.agent._begin import check_arguments, load_snapshot, plan_turn
+from dive.agent._begin import check_arguments, load_snapshot, plan_resume_turn, plan_turn
 from dive.agent._cancel import CancelToken
 from dive.agent._durable import ClaimKeeper, process_owner
 from dive.agent._extension import Extension
 from dive.agent._hooks import Hooks, SessionStartResult, call_hook
 from dive.agent._locks import session_lock
 from dive.agent._options import Durability, IncompleteTurns, Limits
+from dive.agent._records import SuspensionState
 from dive.agent._reminders import Reminder, reminder_message
 from dive.agent._result import RunResult
+from dive.agent._resume import ResumeInfo
 from dive.agent._run import EventHandler, TurnRun
 from dive.agent._stream import AgentStream
 from dive.agent._structured import OutputTool
@@ -67,6 +70,8 @@ class _RunOptions:
     model_settings: ModelSettings | None
     turn_id: str | None
     expected_revision: int | None
+    tool_results: Mapping[str, Any] | None = None
+    suspension: SuspensionState | None = None
 
 
 OutputT = TypeVar("OutputT", default=str)
@@ -133,6 +138,7 @@ class Agent(Generic[OutputT]):
         durability: Durability | None = None,
         prime_reminders: bool = True,
         session: Session | None = None,
+        approval_policy: ApprovalPolicy | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
         if not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -151,6 +157,7 @@ class Agent(Generic[OutputT]):
         self.durability = durability or Durability()
         self.log = logger or logging.getLogger("dive.agent")
         self.session = session
+        self.approval_policy: ApprovalPolicy = approval_policy or default_policy
         self.toolsets = tuple(toolsets)
         all_tools = [_as_tool(t) for t in tools]
         merged_hooks = hooks or Hooks()
@@ -201,6 +208,8 @@ class Agent(Generic[OutputT]):
         turn_id: str | None = None,
         expected_revision: int | None = None,
         continue_turn: bool = False,
+        tool_results: Mapping[str, Any] | None = None,
+        suspension: SuspensionState | None = None,
         background_results: Sequence[BackgroundResult] = (),
         reminders: Sequence[Reminder] = (),
         on_event: EventHandler | None = None,
@@ -210,6 +219,9 @@ class Agent(Generic[OutputT]):
         model_settings: ModelSettings | None = None,
     ) -> RunResult[OutputT]:
         """Run one turn. Raises only before the turn boundary; see ``RunResult``.
+
+        Resume a suspended turn with ``tool_results={call_id: result or ToolApproval}``
+        (statelessly: plus ``history=`` and ``suspension=``).
 
         Modes: new ``input``; ``continue_turn=True`` (calls the model on the history as it
         stands, re-running no tool); ``background_results`` (late results of calls whose turn
@@ -223,6 +235,8 @@ class Agent(Generic[OutputT]):
             session=chosen,
             continue_turn=continue_turn,
             background_results=background_results,
+            tool_results=tool_results,
+            suspension=suspension,
         )
         for r in reminders:
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -241,6 +255,8 @@ class Agent(Generic[OutputT]):
             model_settings=model_settings,
             turn_id=turn_id,
             expected_revision=expected_revision,
+            tool_results=tool_results,
+            suspension=suspension,
         )
         if chosen is None:
             return await self._start(options, None, None)
@@ -267,16 +283,32 @@ class Agent(Generic[OutputT]):
         snap: SessionSnapshot | None,
         keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
-        plan = plan_turn(
-            self,
-            snap=snap,
-            history=o.history,
-            new_input=o.new,
-            continue_turn=o.continue_turn,
-            background_results=o.background_results,
-            turn_id=o.turn_id,
-            expected_revision=o.expected_revision,
-        )
+        resume: ResumeInfo | None = None
+        state: SuspensionState | None = None
+        if o.tool_results is not None:
+            plan, resume, state = plan_resume_turn(
+                self,
+                snap=snap,
+                history=o.history,
+                suspension=o.suspension,
+                tool_results=o.tool_results,
+                turn_id=o.turn_id,
+                expected_revision=o.expected_revision,
+            )
+        else:
+            plan = plan_turn(
+                self,
+                snap=snap,
+                history=o.history,
+                new_input=o.new,
+                continue_turn=o.continue_turn,
+                background_results=o.background_results,
+                turn_id=o.turn_id,
+                expected_revision=o.expected_revision,
+            )
+        prior = plan.folded.usage if plan.folded is not None else None
+        if state is not None:
+            prior = state.usage
         run = TurnRun(
             self,
             model=self.model,
@@ -289,7 +321,7 @@ class Agent(Generic[OutputT]):
             cancel=o.cancel,
             values=o.values,
             session_id=session.id if session is not None else None,
-            prior_usage=plan.folded.usage if plan.folded is not None else None,
+            prior_usage=prior,
         )
         run.session = session
         if keeper is not None:
@@ -298,7 +330,11 @@ class Agent(Generic[OutputT]):
         run.prompt_cache_key = o.prompt_cache_key
         if plan.folded is not None:
             run.adopt(plan.folded)
-        fresh = not plan.history and not o.continue_turn and plan.folded is None
+        if state is not None:
+            run.model_calls = state.model_calls
+            run.executed_tool_calls = state.executed_tool_calls
+            run.resume = resume
+        fresh = not plan.history and not o.continue_turn and plan.folded is None and state is None
         if self.hooks.session_start and fresh:
             await self._session_start(run)
         for m in plan.record:

@@ -7,18 +7,20 @@ raised here leaves the session as it was.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dive.agent._background import BackgroundResult
-from dive.agent._records import Turn, TurnOrigin, new_turn_id
+from dive.agent._records import SuspensionState, Turn, TurnOrigin, new_turn_id
 from dive.agent._recover import recover_running_turn
 from dive.agent._reminders import Reminder, is_reminder, reminder_message
+from dive.agent._resume import ResumeInfo, plan_resume, split_turn_messages
 from dive.errors import (
     ContinueWithInputError,
     InputOnSuspendedSessionError,
     InvalidRunError,
+    NoSuspendedTurnError,
     ResumeRequiredError,
     RevisionConflictError,
     UnreconciledToolCallsError,
@@ -56,18 +58,65 @@ def check_arguments(
     session: Session | None,
     continue_turn: bool,
     background_results: Sequence[BackgroundResult],
+    tool_results: object = None,
+    suspension: object = None,
 ) -> None:
     """Reject invalid combinations before anything is read."""
-    if continue_turn and input is not None:
+    if continue_turn and (input is not None or tool_results is not None):
         raise ContinueWithInputError(
-            "continue_turn=True continues the open turn; it cannot be combined with input"
+            "continue_turn=True continues the open turn; it cannot be combined with input or "
+            "tool_results"
         )
-    if history is not None and session is not None:
+    if input is not None and tool_results is not None:
         raise InvalidRunError(
-            "history= is only for stateless runs; with a session, the session is the history"
+            "input and tool_results cannot be combined: resume first, then send new input"
         )
-    if input is None and not continue_turn and not background_results:
-        raise InvalidRunError("nothing to do: pass input, continue_turn=True or background_results")
+    if (history is not None or suspension is not None) and session is not None:
+        raise InvalidRunError(
+            "history= and suspension= are only for stateless runs; with a session, the "
+            "session is the only source of history and suspension state"
+        )
+    if suspension is not None and tool_results is None:
+        raise InvalidRunError("suspension= needs tool_results= to resume it")
+    if input is None and not continue_turn and not background_results and tool_results is None:
+        raise InvalidRunError(
+            "nothing to do: pass input, tool_results, continue_turn=True or background_results"
+        )
+
+
+def plan_resume_turn(
+    agent: Agent[Any],
+    *,
+    snap: SessionSnapshot | None,
+    history: Sequence[Message] | None,
+    suspension: SuspensionState | None,
+    tool_results: Mapping[str, Any],
+    turn_id: str | None,
+    expected_revision: int | None,
+) -> tuple[Plan, ResumeInfo, SuspensionState]:
+    """Validate a resume (session-backed or stateless) before anything changes."""
+    folded: Turn | None = None
+    if snap is not None:
+        _check_ids(snap, turn_id, expected_revision)
+        open_turn = snap.open_turn
+        if open_turn is None or open_turn.status != "suspended" or open_turn.suspension is None:
+            raise NoSuspendedTurnError(
+                "tool_results were given but the session has no suspended turn"
+            )
+        state, folded, base = open_turn.suspension, open_turn, list(snap.history)
+    else:
+        if suspension is None:
+            raise NoSuspendedTurnError(
+                "tool_results without a session need suspension= (the saved SuspensionState) "
+                "and history= (the history before the suspended turn)"
+            )
+        state, base = suspension, list(history or ())
+    info = plan_resume(state, tool_results)
+    record, _ = split_turn_messages(state.turn_messages)
+    plan = Plan(
+        turn_id=state.turn_id, origin=state.origin, history=base, record=record, folded=folded
+    )
+    return plan, info, state
 
 
 async def load_snapshot(agent: Agent[Any], session: Session) -> SessionSnapshot:
@@ -81,15 +130,7 @@ async def load_snapshot(agent: Agent[Any], session: Session) -> SessionSnapshot:
     return snap
 
 
-def _guards(
-    agent: Agent[Any],
-    snap: SessionSnapshot,
-    *,
-    new_input: bool,
-    continue_turn: bool,
-    turn_id: str | None,
-    expected_revision: int | None,
-) -> None:
+def _check_ids(snap: SessionSnapshot, turn_id: str | None, expected_revision: int | None) -> None:
     open_turn = snap.open_turn
     if turn_id is not None and (open_turn is None or open_turn.id != turn_id):
         raise RevisionConflictError(
@@ -100,6 +141,19 @@ def _guards(
         raise RevisionConflictError(
             f"expected revision {expected_revision} but the session is at {snap.revision}"
         )
+
+
+def _guards(
+    agent: Agent[Any],
+    snap: SessionSnapshot,
+    *,
+    new_input: bool,
+    continue_turn: bool,
+    turn_id: str | None,
+    expected_revision: int | None,
+) -> None:
+    _check_ids(snap, turn_id, expected_revision)
+    open_turn = snap.open_turn
     if open_turn is not None and open_turn.status == "suspended":
         if continue_turn:
             raise ResumeRequiredError(

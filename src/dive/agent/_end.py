@@ -17,11 +17,19 @@ from dive.agent._close import advise, answer_open_calls, close_turn, outcome_not
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
 from dive.agent._hooks import call_hook
 from dive.agent._loop import Ending
-from dive.agent._records import CallState, ToolCallRecord, Turn, TurnOutcome, TurnStatus
+from dive.agent._records import (
+    CallState,
+    SuspensionState,
+    ToolCallRecord,
+    Turn,
+    TurnOutcome,
+    TurnStatus,
+)
 from dive.agent._reminders import is_reminder, reminder_message
 from dive.agent._result import RunResult
+from dive.agent._resume import build_suspension
 from dive.agent._run import TurnRun
-from dive.errors import SaveRejectedError
+from dive.errors import HookAbort, SaveRejectedError
 from dive.messages import Message
 from dive.tracing import AgentRunSpan
 
@@ -185,13 +193,42 @@ def _complete(run: TurnRun, ending: Ending) -> None:
     run.flush_reminders()
 
 
+async def _suspend(run: TurnRun, ending: Ending) -> tuple[SuspensionState | None, Ending]:
+    """``on_suspend`` (new suspensions), then the suspension state; an abort cancels it."""
+    batch = run.suspended_batch
+    assert batch is not None
+    hooks = run.agent.hooks.on_suspend
+    if run.new_suspension and hooks:
+        ctx = run.hook_context("on_suspend")
+        ctx.output_messages = list(run.record)
+        for hook in hooks:
+            try:
+                await call_hook(hook, ctx)
+            except HookAbort as exc:
+                exc.hook = "on_suspend"
+                for call_id, pending in batch.pending.items():
+                    batch.states[call_id] = "running" if pending.started else "not_started"
+                run.batch = batch
+                return None, Ending(status="incomplete", reason="canceled", error=exc)
+            except Exception:
+                run.agent.log.exception("on_suspend hook failed")
+    for m in batch.result_messages():
+        run.add(m)
+    return build_suspension(run, batch), ending
+
+
 async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -> RunResult[Any]:
     """End the turn: close, end hooks, write, ``turn_ended``; return the result."""
     status: TurnStatus
     outcome: TurnOutcome | None = None
+    suspension: SuspensionState | None = None
+    if ending.status == "suspended":
+        suspension, ending = await _suspend(run, ending)
     if ending.status == "completed":
         status = "completed"
         _complete(run, ending)
+    elif suspension is not None:
+        status = "suspended"
     else:
         status = "incomplete"
         outcome = await _close(run, ending)
@@ -205,6 +242,7 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
         tool_calls=run.call_records(),
         usage=run.prior_usage + usage,
         outcome=outcome,
+        suspension=suspension,
         created_at=run.created_at,
         finished_at=finished,
         model_calls=run.model_calls,
@@ -225,7 +263,7 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
         finished_at=finished,
         output=run.output,
     )
-    if status == "completed" and run.agent.hooks.post_generation:
+    if status != "incomplete" and run.agent.hooks.post_generation:
         await _observe(run, "post_generation", run.agent.hooks.post_generation, result)
     turn, save_error = await _write(run, turn)
     result = replace(
@@ -241,6 +279,11 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
             status, outcome.reason if outcome else None, outcome.next if outcome else None
         )
         span.end(ending.error if status == "incomplete" else None)
+    for event in run.deferred_events:  # a partial resume's results: after the write
+        try:
+            await run.emit(event)
+        except Exception:
+            run.agent.log.exception("the on_event handler failed on a resumed result")
     try:
         await run.emit(TurnEndedEvent(turn=turn))
     except Exception:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dive.agent._outputs import error_result, to_tool_result
-from dive.agent._records import CallState
+from dive.agent._records import CallState, PendingToolCall
 from dive.agent._run import TurnRun
 from dive.errors import ToolFatalError
 from dive.messages import ToolCall, ToolResult
@@ -27,11 +27,16 @@ __all__ = ["ExecResult", "execute_call"]
 
 @dataclass(frozen=True, slots=True)
 class ExecResult:
-    """What one call produced: its result and state (``unknown`` after a timeout)."""
+    """What one call produced: its result and state (``unknown`` after a timeout).
+
+    A call that returned ``Suspend`` has state ``waiting`` and ``pending`` set; its
+    ``result`` is a placeholder that is never recorded.
+    """
 
     result: ToolResult
     state: CallState = "completed"
     error: str | None = None
+    pending: PendingToolCall | None = None
 
 
 class _Timeout(Exception):
@@ -85,17 +90,33 @@ async def _run_with_policy(
                     last = f"{last} (after {attempts} attempts)"
                 return ExecResult(result=error_result(call, last), error=repr(exc))
         else:
-            return _convert(call, output)
+            return _convert(tool, call, output)
         assert policy is not None
         delay = policy.delay(k)
         await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _convert(call: ToolCall, output: Any) -> ExecResult:
-    if isinstance(output, Suspend | Background):
-        kind = type(output).__name__
-        text = f'Tool "{call.name}" returned {kind}, which this version of dive cannot handle yet.'
+def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
+    if isinstance(output, Suspend):
+        pending = PendingToolCall(
+            id=call.id,
+            name=call.name,
+            input=call.arguments,
+            prompt=output.prompt,
+            reason=output.reason,
+            metadata=output.metadata,
+            halts_batch=tool.definition.halts_batch,
+            started=True,
+        )
+        return ExecResult(
+            result=error_result(call, output.prompt), state="waiting", pending=pending
+        )
+    if isinstance(output, Background):
+        text = (
+            f'Tool "{call.name}" returned Background, which this version of dive does not run; '
+            "return the result directly or Suspend"
+        )
         return ExecResult(result=error_result(call, text), error=text)
     return ExecResult(result=to_tool_result(call, output))
 

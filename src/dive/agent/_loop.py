@@ -35,7 +35,7 @@ _NONE = ModelSettings(tool_choice=ToolChoice(type="none"))
 class Ending:
     """How the loop ended without an exception."""
 
-    status: str  # "completed" or "incomplete"
+    status: str  # "completed", "suspended" or "incomplete"
     reason: IncompleteReason | None = None
     error: BaseException | None = None
     error_text: str | None = None
@@ -167,7 +167,14 @@ async def run_loop(run: TurnRun) -> Ending:
     pauses = 0
     iteration = 0
     stop_active = False
-    await checkpoint_step(run, "the first model call")
+    if run.resume is not None:
+        from dive.agent._resume import resume_batch
+
+        ended = await resume_batch(run, run.resume)
+        if ended is not None:
+            return ended
+    else:
+        await checkpoint_step(run, "the first model call")
     while True:
         run.flush_reminders()
         run.check_soft_cancel()
@@ -226,6 +233,10 @@ async def run_loop(run: TurnRun) -> Ending:
             return _incomplete("iteration_limit", calls)
         await checkpoint_step(run, "running the response's tool calls")
         batch = await run_batch(run, calls)
+        if batch.pending:
+            from dive.agent._resume import suspend
+
+            return suspend(run, batch, new=True)
         for m in batch.messages():
             run.add(m)
         run.batch = None

@@ -134,6 +134,11 @@ class SuspensionState:
     turn_messages: tuple[Message, ...] = ()
     batch_halted: bool = False
     usage: Usage = field(default_factory=Usage)
+    origin: TurnOrigin = field(default_factory=lambda: TurnOrigin())
+    accepted: Mapping[str, JSONValue] = field(default_factory=empty)
+    context: Mapping[str, str] = field(default_factory=empty)
+    model_calls: int = 0
+    executed_tool_calls: int = 0
 
     def to_json(self) -> str:
         """Compact JSON text."""

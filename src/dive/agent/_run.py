@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dive.agent._cancel import CancelToken
     from dive.agent._durable import ClaimKeeper
     from dive.agent._records import Turn
+    from dive.agent._resume import ResumeInfo
     from dive.agent._toolbatch import Batch
     from dive.sessions import Session
     from dive.tools import Tool
@@ -82,6 +83,11 @@ class TurnRun:
         self.background_tasks: list[BackgroundTaskHandle] = []
         self.owed: list[ToolCall] = []
         self.checkpoints = 0
+        self.accepted: dict[str, Any] = {}
+        self.deferred_events: list[AgentEvent] = []
+        self.suspended_batch: Batch | None = None
+        self.new_suspension = False
+        self.resume: ResumeInfo | None = None
         self.claim_keeper: ClaimKeeper | None = None
         self.executed_tool_calls = 0
         self.items: list[AgentEvent] = []

@@ -14,10 +14,11 @@ recorded in call order. Every ``tool_call`` event gets exactly one ``tool_call_r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dive.agent._approval import DENIED_TEXT, decide
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._close import HALTED_TEXT
 from dive.agent._durable import checkpoint_step
@@ -25,11 +26,11 @@ from dive.agent._events import ToolCallEvent, ToolCallResultEvent
 from dive.agent._exec import ExecResult, execute_call
 from dive.agent._hooks import call_hook
 from dive.agent._outputs import error_result
-from dive.agent._records import CallState
+from dive.agent._records import CallState, PendingToolCall
 from dive.agent._run import TurnRun
 from dive.errors import HookAbort
 from dive.messages import Message, TextBlock, ToolCall, ToolResult
-from dive.tools import Tool, ToolCallPreview, suggest_tool_names
+from dive.tools import SuspendReason, Tool, ToolCallPreview, suggest_tool_names
 
 __all__ = ["Batch", "run_batch"]
 
@@ -43,6 +44,7 @@ class Prepared:
     input: Any
     preview: ToolCallPreview | None
     context: str | None = None
+    approved: bool | None = None
 
 
 @dataclass(slots=True)
@@ -57,6 +59,15 @@ class Batch:
     terminal: bool = False
     announced: set[str] = field(default_factory=set[str])
     emitted: set[str] = field(default_factory=set[str])
+    pending: dict[str, PendingToolCall] = field(default_factory=dict[str, PendingToolCall])
+
+    def result_messages(self) -> list[Message]:
+        """Recorded results in call order (no additional context)."""
+        return [
+            Message(role="tool", name=c.name, content=(self.results[c.id],))
+            for c in self.calls
+            if c.id in self.results
+        ]
 
     def messages(self) -> list[Message]:
         """Result messages in call order (recorded results only), then additional context."""
@@ -125,7 +136,7 @@ async def _reject(
         await run.emit(ToolCallEvent(call=call, preview=preview))
     result = error_result(call, text)
     if failure_hooks_for is not None:
-        result = await _post_hooks(run, batch, call, failure_hooks_for, result, "completed")
+        result = await post_hooks(run, batch, call, failure_hooks_for, result, "completed")
         if _halts(run, failure_hooks_for):
             batch.halted = True
     await _finish(run, batch, call, result, "completed", error=error)
@@ -170,7 +181,49 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
         if _halts(run, tool):
             batch.halted = True
         return None
+    decision = await decide(run.agent.approval_policy, tool, call, prepared.approved)
+    if decision.kind == "deny":
+        text = decision.message or DENIED_TEXT
+        await _reject(run, batch, call, text, error="denied by the approval gate", announce=False)
+        return None
+    if decision.kind == "ask":
+        prompt = decision.message or f'Approve calling "{call.name}" with {dict(call.arguments)}?'
+        await hold(run, batch, call, prompt, "approval_required", tool, started=False)
+        return None
     return prepared
+
+
+async def hold(
+    run: TurnRun,
+    batch: Batch,
+    call: ToolCall,
+    prompt: str,
+    reason: SuspendReason,
+    tool: Tool,
+    *,
+    started: bool,
+    metadata: Mapping[str, Any] | None = None,
+) -> None:
+    """Record a call that waits for an external result or approval (its result event says so)."""
+    pending = PendingToolCall(
+        id=call.id,
+        name=call.name,
+        input=call.arguments,
+        prompt=prompt,
+        reason=reason,
+        metadata=metadata or {},
+        halts_batch=tool.definition.halts_batch,
+        started=started,
+    )
+    await _wait(run, batch, call, pending)
+
+
+async def _wait(run: TurnRun, batch: Batch, call: ToolCall, pending: PendingToolCall) -> None:
+    batch.pending[call.id] = pending
+    batch.states[call.id] = "waiting"
+    run.set_call(call, "waiting")
+    batch.emitted.add(call.id)
+    await run.emit(ToolCallResultEvent(call=call, result=None, state="waiting", suspension=pending))
 
 
 def _preview(tool: Tool, call: ToolCall) -> ToolCallPreview | None:
@@ -195,6 +248,7 @@ async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
             if denial is None:
                 denial = str(exc) or type(exc).__name__
     run.take_hook_reminders(ctx)
+    p.approved = ctx.approved
     if ctx.additional_context:
         p.context = ctx.additional_context
         batch.context[p.call.id] = ctx.additional_context
@@ -232,7 +286,7 @@ def _permission_denied(run: TurnRun, tool: Tool) -> str | None:
     )
 
 
-async def _post_hooks(
+async def post_hooks(
     run: TurnRun, batch: Batch, call: ToolCall, tool: Tool, result: ToolResult, state: CallState
 ) -> ToolResult:
     """``post_tool_use`` (or ``_failure``); returns the possibly replaced result.
@@ -267,9 +321,12 @@ async def _post_hooks(
 
 
 async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> None:
-    """Post hooks, then the result event, for a call that ran."""
+    """Post hooks, then the result event, for a call that ran (a suspension: event only)."""
+    if res.pending is not None:
+        await _wait(run, batch, p.call, res.pending)
+        return
     failed = res.result.is_error
-    result = await _post_hooks(run, batch, p.call, p.tool, res.result, res.state)
+    result = await post_hooks(run, batch, p.call, p.tool, res.result, res.state)
     if failed and _halts(run, p.tool):
         batch.halted = True
     if p.tool.definition.terminal:
@@ -277,8 +334,10 @@ async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> Non
     await _finish(run, batch, p.call, result, res.state, error=res.error, preview=p.preview)
 
 
-async def _sequential(run: TurnRun, batch: Batch) -> None:
-    for call in batch.calls:
+async def _sequential(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
+    for call in calls:
+        if batch.pending:
+            return  # a suspension ends the batch: later calls run on resume
         run.check_soft_cancel()
         prepared = await _prepare(run, batch, call)
         if prepared is None:
@@ -297,9 +356,9 @@ async def _sequential(run: TurnRun, batch: Batch) -> None:
         await checkpoint_step(run, "the step after a tool result")
 
 
-async def _parallel(run: TurnRun, batch: Batch) -> None:
+async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
     prepared: list[Prepared] = []
-    for call in batch.calls:
+    for call in calls:
         run.check_soft_cancel()
         p = await _prepare(run, batch, call)
         if p is not None:
@@ -373,10 +432,16 @@ async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:
         batch.states[c.id] = "not_started"
         run.set_call(c, "not_started")
     run.batch = batch
+    await run_calls(run, batch, batch.calls)
+    return batch
+
+
+async def run_calls(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
+    """Run ``calls`` (some of ``batch``), sequentially or in parallel as the batch allows."""
     tools = run.tools
     sequential = (
         not run.agent.parallel_tool_execution
-        or len(batch.calls) < 2
+        or len(calls) < 2
         or any(
             (t := tools.get(c.name)) is not None
             and (t.definition.sequential_only or _halts(run, t))
@@ -384,9 +449,35 @@ async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:
         )
     )
     if sequential:
-        await _sequential(run, batch)
+        await _sequential(run, batch, calls)
     else:
-        await _parallel(run, batch)
-    if run.stop_requested and len(batch.results) < len(batch.calls):
+        await _parallel(run, batch, calls)
+    if run.stop_requested and len(batch.results) + len(batch.pending) < len(batch.calls):
         run.check_soft_cancel()
-    return batch
+
+
+async def run_approved(run: TurnRun, batch: Batch, call: ToolCall) -> None:
+    """Run a call approved at the gate on resume (its hooks and gates already ran)."""
+    tool = run.tools.get(call.name)
+    if tool is None:
+        text = f'Tool "{call.name}" is no longer available; it was not run.'
+        await _reject(run, batch, call, text, error="UnknownToolError", announce=False)
+        return
+    value, err = tool.validate(call.arguments)
+    if err is not None:
+        await _reject(
+            run, batch, call, err, error="invalid input", announce=False, failure_hooks_for=tool
+        )
+        return
+    run.check_soft_cancel()
+    run.set_call(call, "running")
+    try:
+        await checkpoint_step(run, f"starting tool call {call.id}")
+    except BaseException:
+        run.set_call(call, "not_started")
+        raise
+    batch.states[call.id] = "running"
+    run.executed_tool_calls += 1
+    res = await execute_call(run, tool, call, value)
+    await _post(run, batch, Prepared(call=call, tool=tool, input=value, preview=None), res)
+    await checkpoint_step(run, "the step after a tool result")

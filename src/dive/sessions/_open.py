@@ -17,9 +17,12 @@ async def open_store(target: str | Path | None = None) -> Any:
 
     With no target, the SQLite file ``~/.dive/sessions.db`` (what the CLI uses).
     """
-    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):  # noqa: ASYNC240
         from dive.sessions._postgres import PostgresSessionStore
 
         return await PostgresSessionStore(target).open()
-    path = Path(target) if target is not None else DEFAULT_PATH
-    return SQLiteSessionStore(path.expanduser())
+    return SQLiteSessionStore(_path(target))
+
+
+def _path(target: str | Path | None) -> Path:
+    return (Path(target) if target is not None else DEFAULT_PATH).expanduser()
