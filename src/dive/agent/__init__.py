@@ -1,6 +1,16 @@
 """The agent loop: ``Agent``, its options, hooks, events, records and results."""
 
 from dive.agent._agent import DEFAULT, Agent, UserInput
+from dive.agent._approval import (
+    DENIED_TEXT,
+    ApprovalDecision,
+    ApprovalPolicy,
+    ToolApproval,
+    allow,
+    ask,
+    default_policy,
+    deny,
+)
 from dive.agent._background import BackgroundResult, BackgroundTaskHandle, await_background_tasks
 from dive.agent._cancel import CancelToken
 from dive.agent._close import (
@@ -52,6 +62,14 @@ from dive.agent._result import RunResult
 from dive.agent._stream import AgentStream
 
 __all__ = [
+    "DENIED_TEXT",
+    "ApprovalDecision",
+    "ApprovalPolicy",
+    "ToolApproval",
+    "allow",
+    "ask",
+    "default_policy",
+    "deny",
     "DEFAULT",
     "BackgroundResult",
     "BackgroundTaskHandle",

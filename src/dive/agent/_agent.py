@@ -347,6 +347,29 @@ class Agent(Generic[OutputT]):
 
         return cast("RunResult[OutputT]", await execute(run, o.background_results))
 
+    async def cancel_suspended_turn(
+        self,
+        *,
+        session: Session | _Default | None = DEFAULT,
+        history: Sequence[Message] | None = None,
+        suspension: SuspensionState | None = None,
+        on_event: EventHandler | None = None,
+    ) -> RunResult[OutputT]:
+        """Close a suspended turn without a model call (outcome ``canceled``).
+
+        Calls whose tool suspended become ``unknown``; calls held at the approval gate
+        ``not_started``. The closed turn replaces the suspended one.
+        """
+        from dive.agent._cancel_suspended import cancel_suspended
+
+        chosen = self.session if isinstance(session, _Default) else session
+        if chosen is not None and (history is not None or suspension is not None):
+            raise InvalidRunError("history= and suspension= are only for stateless cancels")
+        result = await cancel_suspended(
+            self, session=chosen, history=history, suspension=suspension, on_event=on_event
+        )
+        return cast("RunResult[OutputT]", result)
+
     def is_read_only(self, name: str) -> bool:
         """True if the agent's static tool ``name`` is read-only."""
         tool = self.static_tools.get(name)
