@@ -1,0 +1,9 @@
+"""Model providers on the official SDKs. Only modules under this package import vendor SDKs.
+
+Each provider lives in its own subpackage (``dive.providers.anthropic``, …) so that importing
+dive never requires an SDK you did not install.
+"""
+
+from dive.providers._retry import RetryPolicy
+
+__all__ = ["RetryPolicy"]

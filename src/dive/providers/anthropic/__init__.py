@@ -1,0 +1,17 @@
+"""Anthropic (Claude) on the official SDK: ``pip install 'dive-agents[anthropic]'``."""
+
+import importlib.util
+
+if importlib.util.find_spec("anthropic") is None:  # pragma: no cover - depends on the install
+    from dive.errors import MissingExtraError
+
+    raise MissingExtraError(
+        "the Anthropic provider needs the anthropic SDK: pip install 'dive-agents[anthropic]'"
+    )
+
+from dive.providers.anthropic._cache import place_markers
+from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
+from dive.providers.anthropic._model import AnthropicModel
+from dive.providers.anthropic._request import build_request
+
+__all__ = ["AnthropicModel", "Capabilities", "build_request", "capabilities_for", "place_markers"]

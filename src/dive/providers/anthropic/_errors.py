@@ -1,0 +1,149 @@
+"""Vendor exceptions → dive's ``ProviderError`` tree (status, request id, retry-after).
+
+Retryable: 429 (unless terminal: a spend or balance limit), 503, 504, 529, connection errors and
+timeouts, and in-stream ``overloaded_error`` / ``rate_limit_error`` / ``api_error``.
+``x-should-retry`` overrides the status rule, never for a terminal 429.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any, cast
+
+import anthropic
+
+from dive.errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderTimeoutError,
+    RateLimitedError,
+    StreamInterruptedError,
+)
+from dive.providers.anthropic._response import sub
+
+__all__ = ["translate"]
+
+_BY_STATUS: dict[int, type[ProviderError]] = {
+    400: InvalidRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    413: InvalidRequestError,
+    429: RateLimitedError,
+    503: OverloadedError,
+    504: ProviderTimeoutError,
+    529: OverloadedError,
+}
+_BY_TYPE: dict[str, type[ProviderError]] = {
+    "overloaded_error": OverloadedError,
+    "rate_limit_error": RateLimitedError,
+    "api_error": ProviderError,
+    "timeout_error": ProviderTimeoutError,
+    "invalid_request_error": InvalidRequestError,
+    "authentication_error": AuthenticationError,
+    "permission_error": PermissionDeniedError,
+    "not_found_error": NotFoundError,
+}
+_RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+_RETRY_STATUS = frozenset({429, 503, 504, 529})
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _terminal_429(message: str) -> bool:
+    text = message.lower()
+    return any(w in text for w in ("credit balance", "spend limit", "billing", "usage limit"))
+
+
+def translate(exc: BaseException, provider: str = "anthropic") -> ProviderError:
+    """A dive ``ProviderError`` for any exception the SDK raised."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, anthropic.APITimeoutError):
+        err: ProviderError = ProviderTimeoutError(
+            f"{provider}: request timed out", provider=provider
+        )
+        err.retryable = True
+        return err
+    if isinstance(exc, anthropic.APIConnectionError):
+        err = ProviderConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
+        err.retryable = True
+        return err
+    if isinstance(exc, anthropic.APIStatusError):
+        return _status_error(exc, provider)
+    if isinstance(exc, anthropic.APIError):
+        return _body_error(exc, provider, getattr(exc, "body", None))
+    err = StreamInterruptedError(f"{provider}: the stream failed: {exc!r}", provider=provider)
+    err.retryable = False
+    return err
+
+
+def _status_error(exc: anthropic.APIStatusError, provider: str) -> ProviderError:
+    body: Any = exc.body
+    info: dict[str, Any] = (
+        sub(cast("dict[str, Any]", body), "error") if isinstance(body, dict) else {}
+    )
+    error_type = str(info.get("type") or "")
+    message = str(info.get("message") or exc.message)
+    status = exc.status_code
+    headers = exc.response.headers
+    cls = _BY_STATUS.get(status) or _BY_TYPE.get(error_type) or ProviderError
+    if status == 200 and error_type:  # an `event: error` on a 200 stream
+        cls = _BY_TYPE.get(error_type, ProviderError)
+    err = cls(
+        f"{provider} returned {status} {error_type or 'error'}: {message}",
+        provider=provider,
+        status=status,
+        request_id=exc.request_id or headers.get("request-id"),
+        retry_after=_retry_after(headers),
+        error_type=error_type or None,
+        body=body,
+    )
+    retryable = status in _RETRY_STATUS or (status == 200 and error_type in _RETRY_TYPES)
+    should = headers.get("x-should-retry")
+    if should in ("true", "false"):
+        retryable = should == "true"
+    if status == 429 and _terminal_429(message) and not headers.get("retry-after"):
+        retryable = False
+    err.retryable = retryable
+    return err
+
+
+def _body_error(exc: anthropic.APIError, provider: str, body: Any) -> ProviderError:
+    info: dict[str, Any] = {}
+    if isinstance(body, dict):
+        data = cast("dict[str, Any]", body)
+        info = sub(data, "error") or data
+    error_type = str(info.get("type") or "")
+    cls = _BY_TYPE.get(error_type, ProviderError)
+    err = cls(
+        f"{provider} stream error {error_type or ''}: {info.get('message') or exc}".strip(),
+        provider=provider,
+        error_type=error_type or None,
+        body=body,
+    )
+    err.retryable = error_type in _RETRY_TYPES
+    return err

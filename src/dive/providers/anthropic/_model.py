@@ -1,0 +1,164 @@
+"""``AnthropicModel``: the Messages API through the official ``anthropic`` SDK.
+
+Streams by default (non-streaming on request). The SDK's own retries are off; dive's
+``RetryPolicy`` retries inside the retry window only — ``message_start`` and ``ping`` are held
+back until the first content event, so a retried attempt never duplicates output. Vendor
+exceptions become ``ProviderError`` subclasses. First-party, Vertex and Bedrock async clients
+are accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import anthropic
+
+from dive.errors import MissingCredentialsError, UserError
+from dive.llm import MessageDelta, MessageStart, ModelRequest, ModelResponse, Ping, StreamEvent
+from dive.llm._pricing import PricingInfo, cost_of
+from dive.providers._retry import RetryPolicy
+from dive.providers.anthropic._errors import translate
+from dive.providers.anthropic._request import build_request
+from dive.providers.anthropic._response import map_response, to_dict
+from dive.providers.anthropic._stream import StreamMapper
+
+__all__ = ["AnthropicModel"]
+
+
+def _label_of(client: Any) -> str:
+    name = type(client).__name__.lower()
+    if "vertex" in name:
+        return "gcp.vertex_ai"
+    if "bedrock" in name:
+        return "aws.bedrock"
+    return "anthropic"
+
+
+class AnthropicModel:
+    """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        streaming: bool = True,
+        pricing: PricingInfo | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if client is None:
+            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+            if not key and base_url is None:
+                raise MissingCredentialsError(
+                    "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key= (or client=)"
+                )
+            client = anthropic.AsyncAnthropic(
+                api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
+            )
+        else:
+            client = client.with_options(max_retries=0)
+        self._client: Any = client
+        self._model = model
+        self._label = _label_of(client)
+        self.retry = retry or RetryPolicy()
+        self._streaming = streaming
+        self.pricing = pricing
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        return self._label
+
+    @property
+    def supports_streaming(self) -> bool:
+        return self._streaming
+
+    def _priced(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, MessageDelta) and event.usage is not None:
+            cost = cost_of(
+                event.usage, provider="anthropic", model=self._model, override=self.pricing
+            )
+            return replace(event, usage=event.usage.with_cost(cost))
+        return event
+
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        return build_request(request, self._model, self._label)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        kwargs = self._kwargs(request)
+        attempt = 0
+        while True:
+            mapper = StreamMapper(self._label)
+            held: list[StreamEvent] = []
+            delivered = False
+            try:
+                stream = await self._client.messages.create(**kwargs, stream=True)
+                try:
+                    async for raw in stream:
+                        event = mapper.map(to_dict(raw))
+                        if event is None:
+                            continue
+                        event = self._priced(event)
+                        if not delivered and isinstance(event, MessageStart | Ping):
+                            held.append(event)
+                            continue
+                        if not delivered:
+                            delivered = True
+                            for h in held:
+                                yield h
+                        yield event
+                finally:
+                    await stream.close()
+                for h in held if not delivered else ():
+                    yield h
+                return
+            except Exception as exc:
+                err = _user_error(exc) or translate(exc, self._label)
+                if (
+                    delivered
+                    or isinstance(err, UserError)
+                    or not self.retry.should_retry(attempt, err)
+                ):
+                    raise err from exc
+                await asyncio.sleep(self.retry.delay(attempt, err))
+                attempt += 1
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        kwargs = self._kwargs(request)
+        attempt = 0
+        while True:
+            try:
+                raw = await self._client.messages.create(**kwargs)
+            except Exception as exc:
+                err = _user_error(exc) or translate(exc, self._label)
+                if isinstance(err, UserError) or not self.retry.should_retry(attempt, err):
+                    raise err from exc
+                await asyncio.sleep(self.retry.delay(attempt, err))
+                attempt += 1
+                continue
+            response = map_response(to_dict(raw), self._label, self._model)
+            cost = cost_of(
+                response.usage, provider="anthropic", model=self._model, override=self.pricing
+            )
+            return replace(response, usage=response.usage.with_cost(cost))
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self._model!r})"
+
+
+def _user_error(exc: BaseException) -> UserError | None:
+    if isinstance(exc, ValueError) and "Streaming is required" in str(exc):
+        return UserError(
+            f"the Anthropic SDK refuses this non-streaming request ({exc}); use streaming=True"
+        )
+    return None

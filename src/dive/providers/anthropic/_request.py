@@ -1,0 +1,348 @@
+"""Request mapping: a provider-neutral ``ModelRequest`` → Messages API keyword arguments.
+
+Builds fresh wire dicts for every request (so cache markers and the encoder backstop never
+touch stored history): system blocks, tools sorted by name, tool choice, thinking and effort
+per the model's capabilities, sampling parameters dropped or forced per family, and messages
+regrouped (each run of tool messages becomes one user message, results first). Thinking,
+redacted thinking, server-tool pairs and unknown blocks go back only to the provider that
+produced them; unsigned thinking is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from dive.agent._close import UNKNOWN_TEXT
+from dive.errors import UnsupportedSettingError
+from dive.llm import ModelRequest, ModelSettings
+from dive.messages import (
+    Base64Source,
+    CacheControl,
+    ContentBlock,
+    DocumentBlock,
+    FileSource,
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    ServerToolCall,
+    ServerToolResult,
+    TextBlock,
+    TextSource,
+    ThinkingBlock,
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+    UnknownBlock,
+    UrlSource,
+)
+from dive.providers.anthropic._cache import place_markers
+from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
+
+__all__ = ["build_request"]
+
+log = logging.getLogger("dive.providers.anthropic")
+
+Json = dict[str, Any]
+
+
+def _cc(cc: CacheControl | None) -> Json | None:
+    if cc is None:
+        return None
+    out: Json = {"type": "ephemeral"}
+    if cc.ttl == "1h":
+        out["ttl"] = "1h"
+    return out
+
+
+def _with_cc(block: Json, cc: CacheControl | None) -> Json:
+    marker = _cc(cc)
+    if marker is not None:
+        block["cache_control"] = marker
+    return block
+
+
+def _source(src: Any) -> Json:
+    if isinstance(src, Base64Source):
+        return {"type": "base64", "media_type": src.media_type, "data": src.data}
+    if isinstance(src, UrlSource):
+        return {"type": "url", "url": src.url}
+    if isinstance(src, FileSource):
+        return {"type": "file", "file_id": src.file_id}
+    assert isinstance(src, TextSource)
+    return {"type": "text", "media_type": src.media_type, "data": src.data}
+
+
+def _media(block: TextBlock | ImageBlock | DocumentBlock) -> Json | None:
+    if isinstance(block, TextBlock):
+        if not block.text:
+            return None
+        out: Json = {"type": "text", "text": block.text}
+        if block.citations:
+            out["citations"] = list(block.citations)
+        return _with_cc(out, block.cache_control)
+    if isinstance(block, ImageBlock):
+        return _with_cc({"type": "image", "source": _source(block.source)}, block.cache_control)
+    doc: Json = {"type": "document", "source": _source(block.source)}
+    if block.title:
+        doc["title"] = block.title
+    if block.context:
+        doc["context"] = block.context
+    if block.citations:
+        doc["citations"] = {"enabled": True}
+    return _with_cc(doc, block.cache_control)
+
+
+def _tool_result(result: ToolResult) -> Json:
+    content = [b for b in (_media(c) for c in result.content) if b is not None]
+    out: Json = {"type": "tool_result", "tool_use_id": result.tool_call_id}
+    if content:
+        out["content"] = content
+    if result.is_error:
+        out["is_error"] = True
+    return _with_cc(out, result.cache_control)
+
+
+def _block(block: ContentBlock, label: str, paired: set[str]) -> Json | None:
+    """One content block on the wire, or None when it must not be sent to ``label``."""
+    match block:
+        case TextBlock() | ImageBlock() | DocumentBlock():
+            return _media(block)
+        case ToolCall():
+            args = {} if block.raw_arguments is not None else dict(block.arguments)
+            out: Json = {"type": "tool_use", "id": block.id, "name": block.name, "input": args}
+            return _with_cc(out, block.cache_control)
+        case ToolResult():
+            return _tool_result(block)
+        case ThinkingBlock():
+            if block.provider != label or not block.signature:
+                return None
+            return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+        case RedactedThinkingBlock():
+            return (
+                {"type": "redacted_thinking", "data": block.data}
+                if block.provider == label
+                else None
+            )
+        case ServerToolCall():
+            if block.provider != label or block.id not in paired:
+                return None
+            out = {"type": "server_tool_use", "id": block.id, "name": block.name}
+            out["input"] = dict(block.input)
+            return _with_cc(out, block.cache_control)
+        case ServerToolResult():
+            if block.provider != label or block.tool_use_id not in paired:
+                return None
+            out = {"type": block.result_type, "tool_use_id": block.tool_use_id}
+            out["content"] = block.content
+            return _with_cc(out, block.cache_control)
+        case UnknownBlock():
+            return dict(block.data) if block.provider == label else None
+
+
+def _pairs(message: Message) -> set[str]:
+    calls = {b.id for b in message.content if isinstance(b, ServerToolCall)}
+    results = {b.tool_use_id for b in message.content if isinstance(b, ServerToolResult)}
+    return calls & results
+
+
+def _append(out: list[Json], role: str, blocks: list[Json]) -> None:
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        prev: list[Json] = out[-1]["content"]
+        if role == "user" and any(b["type"] == "tool_result" for b in blocks):
+            # tool results come first in a user message; text that was there goes after them
+            results = [b for b in prev if b["type"] == "tool_result"]
+            others = [b for b in prev if b["type"] != "tool_result"]
+            prev[:] = results + blocks + others
+        else:
+            prev.extend(blocks)
+        return
+    out.append({"role": role, "content": blocks})
+
+
+def _messages(messages: Sequence[Message], label: str) -> tuple[list[Json], list[str]]:
+    """Wire messages, and any text of system-role messages found in the history."""
+    out: list[Json] = []
+    system_text: list[str] = []
+    for m in messages:
+        if m.kind == "custom":
+            continue
+        if m.role == "system":
+            if m.text:
+                system_text.append(m.text)
+            continue
+        paired = _pairs(m)
+        blocks = [b for b in (_block(c, label, paired) for c in m.content) if b is not None]
+        role = "assistant" if m.role == "assistant" else "user"
+        _append(out, role, blocks)
+    return out, system_text
+
+
+def _backstop(messages: list[Json]) -> None:
+    """Answer any ``tool_use`` without a result (Unknown result text) in the outgoing request."""
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        ids = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
+        if not ids:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        answered: set[str] = set()
+        if nxt is not None and nxt["role"] == "user":
+            answered = {str(b.get("tool_use_id")) for b in nxt["content"]}
+        missing = [
+            {"type": "tool_result", "tool_use_id": t, "content": UNKNOWN_TEXT, "is_error": True}
+            for t in ids
+            if t not in answered
+        ]
+        if not missing:
+            continue
+        if nxt is not None and nxt["role"] == "user":
+            results = [b for b in nxt["content"] if b["type"] == "tool_result"]
+            others = [b for b in nxt["content"] if b["type"] != "tool_result"]
+            nxt["content"] = results + missing + others
+        else:
+            messages.insert(i + 1, {"role": "user", "content": missing})
+
+
+def _tool(defn: ToolDefinition) -> Json:
+    provider_type = defn.metadata.get("anthropic.type")
+    if provider_type:
+        out: Json = {"type": provider_type, "name": defn.name}
+        params = defn.metadata.get("anthropic.params")
+        if params:
+            out.update(json.loads(params))
+    else:
+        out = {"name": defn.name, "input_schema": dict(defn.input_schema)}
+        if defn.description:
+            out["description"] = defn.description
+    return _with_cc(out, defn.cache_control)
+
+
+def _tool_choice(s: ModelSettings) -> Json | None:
+    tc = s.tool_choice
+    disable = s.parallel_tool_calls is False or (tc is not None and tc.disable_parallel)
+    if tc is None:
+        return {"type": "auto", "disable_parallel_tool_use": True} if disable else None
+    out: Json = {"type": tc.type}
+    if tc.type == "tool":
+        out["name"] = tc.name
+    if disable and tc.type != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def _thinking_ok(messages: list[Json]) -> bool:
+    """With thinking on, the last assistant turn with tool use must start with thinking."""
+    for m in reversed(messages):
+        if m["role"] == "assistant" and any(b["type"] == "tool_use" for b in m["content"]):
+            first = m["content"][0]["type"] if m["content"] else ""
+            return first in ("thinking", "redacted_thinking")
+    return True
+
+
+def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int) -> Json | None:
+    mode = s.thinking
+    if mode is None and s.reasoning_budget:
+        mode = "enabled"
+    if mode is None or mode == "disabled" or not caps.thinking:
+        return None
+    if mode == "enabled" and caps.adaptive_only:
+        log.warning(
+            "%s accepts only adaptive thinking; mapping the budget to adaptive", caps.family
+        )
+        mode = "adaptive"
+    out: Json = {"type": mode}
+    if mode == "enabled":
+        budget = s.reasoning_budget or max(1024, min(max_tokens // 2, 16000))
+        if budget >= max_tokens:
+            raise UnsupportedSettingError(
+                f"reasoning_budget ({budget}) must be smaller than max_tokens ({max_tokens})"
+            )
+        out["budget_tokens"] = max(budget, 1024)
+    if s.thinking_display:
+        out["display"] = s.thinking_display
+    return out
+
+
+def _sampling(kwargs: Json, s: ModelSettings, caps: Capabilities, thinking: bool) -> None:
+    if s.temperature is not None:
+        if not caps.temperature:
+            log.warning("temperature is not accepted by %s models; dropped", caps.family)
+        elif thinking and s.temperature != 1:
+            log.warning("temperature must be 1 with thinking; dropped")
+        else:
+            kwargs["temperature"] = s.temperature
+    if s.top_k is not None:
+        if thinking:
+            log.warning("top_k is not accepted with thinking; dropped")
+        else:
+            kwargs["top_k"] = s.top_k
+    if s.top_p is not None:
+        kwargs["top_p"] = max(s.top_p, 0.95) if thinking else s.top_p
+
+
+def _effort(s: ModelSettings, caps: Capabilities) -> str | None:
+    effort = s.reasoning_effort
+    if effort is None:
+        return None
+    if not caps.effort:
+        log.warning("reasoning_effort is not supported by %s models; dropped", caps.family)
+        return None
+    if effort == "minimal":
+        effort = "low"
+    if effort not in caps.efforts:
+        effort = caps.efforts[-1]
+    return effort
+
+
+def build_request(request: ModelRequest, model: str, label: str = "anthropic") -> Json:
+    """Keyword arguments for ``client.messages.create`` (without ``stream``)."""
+    s = request.settings
+    caps = capabilities_for(model)
+    tc = s.tool_choice
+    thinking_on = s.thinking not in (None, "disabled") or bool(s.reasoning_budget)
+    if thinking_on and tc is not None and tc.forces_tool:
+        raise UnsupportedSettingError(
+            "thinking cannot be combined with a forced tool choice (any/tool): the API refuses "
+            "it. Use tool_choice auto, or turn thinking off for this request"
+        )
+    max_tokens = s.max_tokens or caps.default_max_tokens
+    messages, extra_system = _messages(request.messages, label)
+    _backstop(messages)
+    kwargs: Json = {"model": model, "max_tokens": max_tokens, "messages": messages}
+    system_text = "\n\n".join(t for t in (request.system, *extra_system) if t)
+    system = [{"type": "text", "text": system_text}] if system_text else []
+    tools = [_tool(d) for d in sorted(request.tools, key=lambda d: d.name)]
+    thinking = _thinking(s, caps, max_tokens)
+    if thinking is not None and not _thinking_ok(messages):
+        log.warning("the last tool-use turn does not start with thinking; thinking omitted")
+        thinking = None
+    if s.caching is not False:
+        place_markers(tools, system, messages, ttl=s.cache_ttl or "5m")
+    if system:
+        kwargs["system"] = system
+    if tools:
+        kwargs["tools"] = tools
+    choice = _tool_choice(s)
+    if choice is not None and (tools or choice["type"] == "none"):
+        kwargs["tool_choice"] = choice
+    if thinking is not None:
+        kwargs["thinking"] = thinking
+    effort = _effort(s, caps)
+    if effort is not None:
+        kwargs["output_config"] = {"effort": effort}
+    _sampling(kwargs, s, caps, thinking is not None)
+    if s.stop_sequences:
+        kwargs["stop_sequences"] = list(s.stop_sequences)
+    if s.metadata and "user_id" in s.metadata:
+        kwargs["metadata"] = {"user_id": s.metadata["user_id"]}
+    if s.service_tier:
+        kwargs["service_tier"] = s.service_tier
+    if s.request_headers:
+        kwargs["extra_headers"] = dict(s.request_headers)
+    return kwargs
