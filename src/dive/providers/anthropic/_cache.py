@@ -51,7 +51,7 @@ def place_markers(
     used = count_markers(tools, system, messages)
     candidates: list[Json | None] = [
         tools[-1] if tools else None,
-        system[-1] if system else None,
+        _last_cacheable(system),
         _last_cacheable(messages[-1]["content"]) if messages else None,
     ]
     last_assistant = next(
