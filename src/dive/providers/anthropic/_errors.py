@@ -52,6 +52,13 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
 }
 _RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 _RETRY_STATUS = frozenset({429, 503, 504, 529})
+_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError,)
+try:  # the SDK's HTTP client; its transport errors surface while a stream is being read
+    from httpx2 import TransportError as _TransportError
+
+    _TRANSPORT_ERRORS = (ConnectionError, _TransportError)
+except ImportError:  # pragma: no cover - depends on the SDK version
+    pass
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -96,6 +103,10 @@ def translate(exc: BaseException, provider: str = "anthropic") -> ProviderError:
         return _status_error(exc, provider)
     if isinstance(exc, anthropic.APIError):
         return _body_error(exc, provider, getattr(exc, "body", None))
+    if isinstance(exc, _TRANSPORT_ERRORS):  # the connection broke while reading the stream
+        err = ProviderConnectionError(f"{provider}: connection broke: {exc!r}", provider=provider)
+        err.retryable = True
+        return err
     err = StreamInterruptedError(f"{provider}: the stream failed: {exc!r}", provider=provider)
     err.retryable = False
     return err
