@@ -52,13 +52,18 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
 }
 _RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 _RETRY_STATUS = frozenset({429, 503, 504, 529})
-_TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError,)
-try:  # the SDK's HTTP client; its transport errors surface while a stream is being read
-    from httpx2 import TransportError as _TransportError
 
-    _TRANSPORT_ERRORS = (ConnectionError, _TransportError)
-except ImportError:  # pragma: no cover - depends on the SDK version
-    pass
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The SDK's HTTP client errors that surface while a stream is being read."""
+    try:
+        from httpx2 import TransportError
+    except ImportError:  # pragma: no cover - depends on the SDK version
+        return (ConnectionError,)
+    return (ConnectionError, TransportError)
+
+
+_TRANSPORT_ERRORS = _transport_errors()
 
 
 def _retry_after(headers: Any) -> float | None:
