@@ -374,6 +374,7 @@ async def test_open_store_picks_the_backend(tmp_path: Path) -> None:
     await Agent(model=ScriptedModel([text("hi")]), session=sqlite_store.session("x")).run("hello")
     assert (tmp_path / "a.db").exists()
     await sqlite_store.close()
+    await (await fresh_pg_store()).close()  # earlier tests may leave a bumped schema version
     pg = await open_store(postgres_dsn())
     assert type(pg).__name__ == "PostgresSessionStore"
     await pg.close()

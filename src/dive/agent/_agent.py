@@ -331,6 +331,9 @@ class Agent(Generic[OutputT]):
         if plan.folded is not None:
             run.adopt(plan.folded)
         if state is not None:
+            from dive.agent._cancel_suspended import turn_from_state
+
+            run.stored_turn = plan.folded or turn_from_state(state)
             run.model_calls = state.model_calls
             run.executed_tool_calls = state.executed_tool_calls
             run.resume = resume

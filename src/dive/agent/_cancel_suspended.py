@@ -40,7 +40,7 @@ def _records_for_cancel(turn: Turn, state: SuspensionState) -> tuple[ToolCallRec
     return tuple(out)
 
 
-def _turn_from_state(state: SuspensionState) -> Turn:
+def turn_from_state(state: SuspensionState) -> Turn:
     calls = next(m for m in reversed(state.turn_messages) if m.tool_calls).tool_calls
     done = set(state.completed_tool_calls)
     records = tuple(
@@ -74,7 +74,7 @@ async def cancel_suspended(
     if session is None:
         if suspension is None:
             raise NoSuspendedTurnError("pass session= or suspension= (with history=) to cancel")
-        return await _close(agent, _turn_from_state(suspension), None, 0, on_event)
+        return await _close(agent, turn_from_state(suspension), None, 0, on_event)
     async with session_lock(session.id):
         snap = await session.load()
         turn = snap.open_turn

@@ -59,8 +59,11 @@ def _in_flight(run: TurnRun, ending: Ending) -> list[str]:
         run.owed = [c for c in batch.calls if c.id in batch.announced - batch.emitted]
         for c in batch.calls:
             state = batch.states.get(c.id, "not_started")
-            if state in ("running", "waiting"):
-                state = "unknown" if state == "running" else "not_started"
+            if state == "running":
+                state = "unknown"
+            elif state == "waiting":  # a tool that suspended itself may have dispatched something
+                pending = batch.pending.get(c.id)
+                state = "unknown" if pending is not None and pending.started else "not_started"
             run.set_call(c, state)
             ids.append(c.id)
         for m in batch.messages():
@@ -217,6 +220,51 @@ async def _suspend(run: TurnRun, ending: Ending) -> tuple[SuspensionState | None
     return build_suspension(run, batch), ending
 
 
+async def stored_result(
+    run: TurnRun, error: BaseException, span: AgentRunSpan | None
+) -> RunResult[Any]:
+    """A failed partial resume returns the stored turn, suspended, with ``error`` set."""
+    turn = run.stored_turn
+    assert turn is not None
+    base: RunResult[Any] = RunResult(
+        status="suspended",
+        turn=turn,
+        usage=run.usage,
+        output_messages=turn.messages,
+        items=tuple(run.items),
+        model=run.model.name,
+        created_at=run.created_at,
+        finished_at=datetime.now(UTC),
+    )
+    result = await _stored(run, base, error)
+    if span is not None:
+        span.end(error)
+    try:
+        await run.emit(TurnEndedEvent(turn=result.turn))
+    except Exception:
+        run.agent.log.exception("the on_event handler failed on turn_ended")
+    run.items.pop()
+    return result
+
+
+def _partial(run: TurnRun) -> bool:
+    return run.resume is not None and not run.new_suspension
+
+
+async def _stored(run: TurnRun, result: RunResult[Any], error: BaseException) -> RunResult[Any]:
+    """A failed partial resume: the stored turn as it now stands, with ``error`` set."""
+    turn = run.stored_turn
+    if run.session is not None:
+        try:
+            snap = await run.session.load()
+            turn = snap.open_turn or turn
+        except Exception:
+            run.agent.log.exception("reloading the session after a failed write failed")
+    if turn is None:
+        return replace(result, error=error)
+    return replace(result, turn=turn, output_messages=turn.messages, error=error)
+
+
 async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -> RunResult[Any]:
     """End the turn: close, end hooks, write, ``turn_ended``; return the result."""
     status: TurnStatus
@@ -282,8 +330,13 @@ async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -
     for event in run.deferred_events:  # a partial resume's results: after the write
         try:
             await run.emit(event)
-        except Exception:
+        except Exception as exc:
             run.agent.log.exception("the on_event handler failed on a resumed result")
+            result = replace(result, error=exc)
+    if run.deferred_events:
+        result = replace(result, items=tuple(run.items))
+    if status == "suspended" and save_error is not None and _partial(run):
+        result = await _stored(run, result, save_error)
     try:
         await run.emit(TurnEndedEvent(turn=turn))
     except Exception:

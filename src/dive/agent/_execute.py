@@ -18,12 +18,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from dive.agent._background import BackgroundResult
-from dive.agent._end import finish_turn
+from dive.agent._end import finish_turn, stored_result
 from dive.agent._hooks import call_hook
 from dive.agent._loop import Ending, run_loop
 from dive.agent._modelcall import ModelCallError
 from dive.agent._records import IncompleteReason
 from dive.agent._result import RunResult
+from dive.agent._resume import PartialResumeFailed
 from dive.agent._run import TurnRun
 from dive.errors import (
     DeadlineExceededError,
@@ -113,6 +114,8 @@ def _classify(run: TurnRun, exc: BaseException) -> IncompleteReason:
 
 
 def _public_error(run: TurnRun, exc: BaseException, reason: IncompleteReason) -> BaseException:
+    if isinstance(exc, PartialResumeFailed):
+        return exc
     if reason == "canceled" and run.claim_lost is not None:
         return run.claim_lost
     if isinstance(exc, _Deadline):
@@ -187,6 +190,8 @@ async def execute(run: TurnRun, background: Sequence[BackgroundResult] = ()) -> 
             status="incomplete", reason="canceled", error=_public_error(run, exc, "canceled")
         )
     if cancelled is None:
+        if isinstance(ending.error, PartialResumeFailed):
+            return await stored_result(run, ending.error.cause, span)
         return await finish_turn(run, ending, span)
     task = asyncio.ensure_future(finish_turn(run, ending, span))
     try:

@@ -36,6 +36,7 @@ from dive.agent._run import TurnRun
 from dive.agent._toolbatch import Batch, post_hooks, run_approved, run_calls
 from dive.errors import (
     ConflictingToolResultError,
+    DiveError,
     InvalidRunError,
     ToolCallNotPendingError,
     UnknownToolCallError,
@@ -52,6 +53,17 @@ __all__ = [
     "split_turn_messages",
     "suspend",
 ]
+
+
+class PartialResumeFailed(DiveError):
+    """A partial resume failed; the stored turn stays suspended.
+
+    Results already written stay accepted.
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause) or repr(cause))
+        self.cause = cause
 
 
 @dataclass(slots=True)
@@ -215,7 +227,13 @@ async def resume_batch(run: TurnRun, info: ResumeInfo) -> Ending | None:
         run.set_call(c, batch.states[c.id])
     run.batch = batch
     run.accepted = info.accepted
-    events = await _accept(run, batch, info)
+    if info.remaining:
+        try:
+            events = await _accept(run, batch, info)
+        except Exception as exc:
+            raise PartialResumeFailed(exc) from exc
+    else:
+        events = await _accept(run, batch, info)
     for call_id in info.approved:
         batch.pending.pop(call_id, None)
     if info.remaining:

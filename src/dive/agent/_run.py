@@ -88,6 +88,7 @@ class TurnRun:
         self.suspended_batch: Batch | None = None
         self.new_suspension = False
         self.resume: ResumeInfo | None = None
+        self.stored_turn: Turn | None = None
         self.claim_keeper: ClaimKeeper | None = None
         self.executed_tool_calls = 0
         self.items: list[AgentEvent] = []

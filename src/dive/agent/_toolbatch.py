@@ -452,7 +452,9 @@ async def run_calls(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> No
         await _sequential(run, batch, calls)
     else:
         await _parallel(run, batch, calls)
-    if run.stop_requested and len(batch.results) + len(batch.pending) < len(batch.calls):
+    if batch.pending:
+        return  # a suspension is recorded even when a stop was requested meanwhile
+    if run.stop_requested and len(batch.results) < len(batch.calls):
         run.check_soft_cancel()
 
 
