@@ -96,11 +96,17 @@ def offline_model() -> Model:
 
 def pick_model() -> tuple[Model, str]:
     """A real provider when one is configured, else the offline scripted model."""
-    keys = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
+        from dive.providers.anthropic import AnthropicModel
+
+        name = os.environ.get("DIVE_MODEL", "claude-sonnet-4-5")
+        model = AnthropicModel(name, base_url=os.environ.get("ANTHROPIC_BASE_URL"))
+        return model, f"using Anthropic {name} (ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL is set)"
+    keys = ("OPENAI_API_KEY", "GEMINI_API_KEY")
     configured = [k for k in keys if os.environ.get(k)]
     if configured:
         return offline_model(), (
-            f"{configured[0]} is set, but this build has no provider modules yet; "
+            f"{configured[0]} is set, but that provider is not built yet; "
             "running offline with the bundled scripted model"
         )
     return offline_model(), "offline: no provider configured, using the bundled scripted model"
