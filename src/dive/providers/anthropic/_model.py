@@ -92,7 +92,7 @@ class AnthropicModel:
         return event
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        return build_request(request, self._model, self._label)
+        return sdk_kwargs(build_request(request, self._model, self._label))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request)
@@ -154,6 +154,34 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
+
+
+_SDK_PARAMS = frozenset(
+    {
+        "max_tokens",
+        "messages",
+        "model",
+        "metadata",
+        "output_config",
+        "service_tier",
+        "stop_sequences",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "extra_headers",
+    }
+)
+
+
+def sdk_kwargs(body: dict[str, Any]) -> dict[str, Any]:
+    """The wire body as SDK keyword arguments; fields the SDK has no parameter for (such as
+    sampling parameters) travel in ``extra_body``."""
+    kwargs = {k: v for k, v in body.items() if k in _SDK_PARAMS}
+    extra = {k: v for k, v in body.items() if k not in _SDK_PARAMS}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
 
 
 def _user_error(exc: BaseException) -> UserError | None:

@@ -1,0 +1,237 @@
+"""The reply script: what the simulated model answers, and the faults it injects.
+
+Each ``POST /v1/messages`` that passes validation takes the next item:
+
+- :class:`SimReply` — content blocks as Anthropic JSON, a stop reason, optional stop
+  sequence / stop details / usage override. ``tool_use`` blocks without an ``id`` get one,
+  thinking blocks without a ``signature`` get one the simulator remembers.
+- a plain ``str`` — a text reply ending the turn.
+- :class:`SimFault` — an HTTP error status. A fault at the head of the script is answered
+  before validation, like an edge error, so even an invalid request gets it.
+- :class:`SimStreamError` — a 200 stream that sends N events, then ``event: error``.
+- :class:`SimCut` — the connection drops after N events.
+- :class:`SimMalformed` — invalid JSON: the whole body, or the data of event N+1.
+- a callable taking the request body (a dict) and returning any of the above.
+
+Ping events are not counted in ``after_events``. Requests rejected with a 400 consume nothing;
+neither does a cache pre-warm (``max_tokens: 0``), unless a fault is at the head.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Reply",
+    "Script",
+    "ScriptItem",
+    "SimCut",
+    "SimFault",
+    "SimMalformed",
+    "SimReply",
+    "SimStreamError",
+    "redacted_thinking_block",
+    "reply",
+    "server_tool_use_block",
+    "text",
+    "text_block",
+    "thinking_block",
+    "tool_use",
+    "tool_use_block",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimReply:
+    """A scripted model response.
+
+    Attributes:
+        content: the response blocks as Anthropic JSON dicts. ``tool_use`` and
+            ``server_tool_use`` blocks without ``id`` get a generated one; ``thinking`` blocks
+            without ``signature`` (or with None) get a generated signature.
+        stop_reason: ``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence``,
+            ``pause_turn``, ``refusal``, ``model_context_window_exceeded`` or anything else.
+        stop_sequence: reported with ``stop_reason="stop_sequence"``.
+        stop_details: e.g. ``{"type": "refusal", "category": "cyber", "explanation": None}``.
+        usage: keys that replace the computed usage (shallow merge), e.g.
+            ``{"output_tokens": 50}``.
+        delay: seconds to wait before the response starts (the cache publishes after it).
+        event_delay: seconds to wait before each streamed event.
+        pings: whether the stream carries ``ping`` events.
+    """
+
+    content: Sequence[Mapping[str, Any]] = ()
+    stop_reason: str = "end_turn"
+    stop_sequence: str | None = None
+    stop_details: Mapping[str, Any] | None = None
+    usage: Mapping[str, Any] | None = None
+    delay: float = 0.0
+    event_delay: float = 0.0
+    pings: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimFault:
+    """An HTTP error answer.
+
+    Attributes:
+        status: the HTTP status (429, 500, 503, 504, 529, …).
+        error_type: ``error.type``; derived from the status when None (A7).
+        message: ``error.message``; a plausible default when None (``Overloaded`` for 529).
+        retry_after: the ``retry-after`` header (seconds, or an HTTP date string).
+        retry_after_ms: the ``retry-after-ms`` header.
+        should_retry: the ``x-should-retry`` header (absent when None).
+        headers: extra response headers.
+    """
+
+    status: int = 529
+    error_type: str | None = None
+    message: str | None = None
+    retry_after: float | str | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+    headers: Mapping[str, str] = field(default_factory=dict[str, str])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimStreamError:
+    """A 200 stream that sends ``after_events`` events of ``reply``, then ``event: error``.
+
+    A non-streaming request gets the matching HTTP error status instead (529 for
+    ``overloaded_error``).
+    """
+
+    after_events: int = 1
+    error_type: str = "overloaded_error"
+    message: str | None = None
+    reply: SimReply | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimCut:
+    """The connection drops after ``after_events`` events of ``reply`` (no ``message_stop``).
+
+    A non-streaming request gets its headers and half of its body, then the drop.
+    """
+
+    after_events: int = 1
+    reply: SimReply | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimMalformed:
+    """Invalid JSON: the body of a non-streaming response, or the data of event N+1 of a stream."""
+
+    after_events: int = 0
+    reply: SimReply | None = None
+
+
+Reply = SimReply | SimFault | SimStreamError | SimCut | SimMalformed | str
+ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def text_block(text: str, **extra: Any) -> dict[str, Any]:
+    """A text block."""
+    return {"type": "text", "text": text, **extra}
+
+
+def tool_use_block(
+    name: str, input: Mapping[str, Any] | None = None, *, id: str | None = None
+) -> dict[str, Any]:
+    """A ``tool_use`` block (``id`` generated when the response is served if None)."""
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": dict(input or {})}
+    if id is not None:
+        block["id"] = id
+    return block
+
+
+def server_tool_use_block(
+    name: str, input: Mapping[str, Any] | None = None, *, id: str | None = None
+) -> dict[str, Any]:
+    """A ``server_tool_use`` block (e.g. ``web_search``)."""
+    block = tool_use_block(name, input, id=id)
+    block["type"] = "server_tool_use"
+    return block
+
+
+def thinking_block(thinking: str, *, signature: str | None = None) -> dict[str, Any]:
+    """A thinking block; the simulator signs it when ``signature`` is None."""
+    block: dict[str, Any] = {"type": "thinking", "thinking": thinking}
+    if signature is not None:
+        block["signature"] = signature
+    return block
+
+
+def redacted_thinking_block(data: str) -> dict[str, Any]:
+    """A redacted thinking block."""
+    return {"type": "redacted_thinking", "data": data}
+
+
+def reply(
+    *,
+    blocks: Iterable[Mapping[str, Any]],
+    stop_reason: str | None = None,
+    stop_sequence: str | None = None,
+    stop_details: Mapping[str, Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
+) -> SimReply:
+    """A reply of several blocks (stop reason ``tool_use`` by default when any is a tool use)."""
+    content = [dict(b) for b in blocks]
+    if stop_reason is None:
+        stop_reason = (
+            "tool_use" if any(b.get("type") == "tool_use" for b in content) else "end_turn"
+        )
+    return SimReply(
+        content=content,
+        stop_reason=stop_reason,
+        stop_sequence=stop_sequence,
+        stop_details=stop_details,
+        usage=usage,
+    )
+
+
+def text(text: str, *, stop_reason: str = "end_turn", **options: Any) -> SimReply:
+    """A reply holding one text block (``options`` are other :class:`SimReply` fields)."""
+    return SimReply(content=[text_block(text)], stop_reason=stop_reason, **options)
+
+
+def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None = None) -> SimReply:
+    """A reply calling one tool (``stop_reason="tool_use"``)."""
+    return SimReply(content=[tool_use_block(name, input, id=id)], stop_reason="tool_use")
+
+
+class Script:
+    """A thread-safe queue of script items."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: deque[ScriptItem] = deque()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def add(self, items: Iterable[ScriptItem]) -> None:
+        with self._lock:
+            self._items.extend(items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def pop(self) -> ScriptItem | None:
+        with self._lock:
+            return self._items.popleft() if self._items else None
+
+    def pop_fault(self) -> SimFault | None:
+        """The head item when it is a :class:`SimFault` (consumed), else None."""
+        with self._lock:
+            if self._items and isinstance(self._items[0], SimFault):
+                head = self._items.popleft()
+                assert isinstance(head, SimFault)
+                return head
+            return None
