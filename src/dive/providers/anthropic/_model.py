@@ -175,8 +175,9 @@ _SDK_PARAMS = frozenset(
 
 
 def sdk_kwargs(body: dict[str, Any]) -> dict[str, Any]:
-    """The wire body as SDK keyword arguments; fields the SDK has no parameter for (such as
-    sampling parameters) travel in ``extra_body``.
+    """The wire body as SDK keyword arguments.
+
+    Fields the SDK has no parameter for (such as sampling parameters) travel in ``extra_body``.
     """
     kwargs = {k: v for k, v in body.items() if k in _SDK_PARAMS}
     extra = {k: v for k, v in body.items() if k not in _SDK_PARAMS}
