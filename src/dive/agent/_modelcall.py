@@ -10,7 +10,7 @@ import time
 
 from dive.agent._events import ModelStreamEvent
 from dive.agent._run import TurnRun
-from dive.errors import DiveError, EventHandlerError, StreamInterruptedError
+from dive.errors import DiveError, EventHandlerError, StreamInterruptedError, UserError
 from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage
 from dive.tracing import ChatInfo, NopTracer
 
@@ -63,7 +63,7 @@ async def call_model(run: TurnRun, request: ModelRequest, iteration: int) -> Mod
             response = await _stream(run, request, acc)
         else:
             response = await model.generate(request)
-    except EventHandlerError as exc:
+    except (EventHandlerError, UserError) as exc:  # the handler's failure, or a refused request
         _account_partial(run, acc)
         if span is not None:
             span.end(exc)
