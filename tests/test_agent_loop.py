@@ -785,3 +785,18 @@ async def test_concurrent_runs_are_independent() -> None:
     agent_b = Agent(model=ScriptedModel([text("b")]))
     ra, rb = await asyncio.gather(agent_a.run("x"), agent_b.run("y"))
     assert (ra.output_text, rb.output_text) == ("a", "b")
+
+
+async def test_prompt_cache_key_is_stable_per_session_and_never_the_raw_id() -> None:
+    from dive.sessions import MemorySessionStore
+
+    store = MemorySessionStore()
+    model = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(model=model)
+    await agent.run("one", session=store.session("user-42"))
+    await agent.run("two", session=store.session("user-42"))
+    await agent.run("three")
+    keys = [r.prompt_cache_key for r in model.requests]
+    assert keys[0] == keys[1] and keys[0] is not None
+    assert keys[0].startswith("dive-session-") and "user-42" not in keys[0]
+    assert keys[2] is not None and keys[2].startswith("dive-agent-")

@@ -9,7 +9,9 @@ starts → loop ⇄ ``stop`` → close if incomplete → end hook → write → 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, cast
@@ -183,6 +185,7 @@ class Agent(Generic[OutputT]):
         self._rules = rules
         self.prime_reminders = prime_reminders
         self.instructions = instructions
+        self._agent_cache_key = f"dive-agent-{uuid.uuid4().hex}"
 
     @property
     def tool_definitions(self) -> tuple[ToolDefinition, ...]:
@@ -327,7 +330,7 @@ class Agent(Generic[OutputT]):
         if keeper is not None:
             run.claim_keeper = keeper
         run.loaded_revision = snap.revision if snap is not None else 0
-        run.prompt_cache_key = o.prompt_cache_key
+        run.prompt_cache_key = o.prompt_cache_key or self._cache_key(session)
         if plan.folded is not None:
             run.adopt(plan.folded)
         if state is not None:
@@ -372,6 +375,13 @@ class Agent(Generic[OutputT]):
             self, session=chosen, history=history, suspension=suspension, on_event=on_event
         )
         return cast("RunResult[OutputT]", result)
+
+    def _cache_key(self, session: Session | None) -> str:
+        """A stable prompt-cache key: per session (never the raw id), else per agent."""
+        if session is not None:
+            digest = hashlib.sha256(session.id.encode()).hexdigest()[:16]
+            return f"dive-session-{digest}"
+        return self._agent_cache_key
 
     def is_read_only(self, name: str) -> bool:
         """True if the agent's static tool ``name`` is read-only."""
