@@ -9,7 +9,6 @@ are accepted.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -17,9 +16,10 @@ from typing import Any
 
 import anthropic
 
-from dive.errors import MissingCredentialsError, UserError
-from dive.llm import MessageDelta, MessageStart, ModelRequest, ModelResponse, Ping, StreamEvent
+from dive.errors import MissingCredentialsError, ProviderError, UserError
+from dive.llm import MessageDelta, ModelRequest, ModelResponse, StreamEvent
 from dive.llm._pricing import PricingInfo, cost_of
+from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate
 from dive.providers.anthropic._request import build_request
@@ -96,61 +96,43 @@ class AnthropicModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request)
-        attempt = 0
-        while True:
-            mapper = StreamMapper(self._label)
-            held: list[StreamEvent] = []
-            delivered = False
-            try:
-                stream = await self._client.messages.create(**kwargs, stream=True)
-                try:
-                    async for raw in stream:
-                        event = mapper.map(to_dict(raw))
-                        if event is None:
-                            continue
-                        event = self._priced(event)
-                        if not delivered and isinstance(event, MessageStart | Ping):
-                            held.append(event)
-                            continue
-                        if not delivered:
-                            delivered = True
-                            for h in held:
-                                yield h
-                        yield event
-                finally:
-                    await stream.close()
-                for h in held if not delivered else ():
-                    yield h
-                return
-            except Exception as exc:
-                err = _user_error(exc) or translate(exc, self._label)
-                if (
-                    delivered
-                    or isinstance(err, UserError)
-                    or not self.retry.should_retry(attempt, err)
-                ):
-                    raise err from exc
-                await asyncio.sleep(self.retry.delay(attempt, err))
-                attempt += 1
+        client = self._client
+        label = self._label
+
+        async def open_stream() -> Any:
+            return await client.messages.create(**kwargs, stream=True)
+
+        model = self
+
+        class _Mapper:
+            def __init__(self) -> None:
+                self.inner = StreamMapper(label)
+
+            def feed(self, raw: Any) -> list[StreamEvent]:
+                event = self.inner.map(to_dict(raw))
+                return [] if event is None else [model._priced(event)]
+
+            def finish(self) -> list[StreamEvent]:
+                return []
+
+        async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):
+            yield event
+
+    def _translate(self, exc: BaseException) -> ProviderError | UserError:
+        return _user_error(exc) or translate(exc, self._label)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._kwargs(request)
-        attempt = 0
-        while True:
-            try:
-                raw = await self._client.messages.create(**kwargs)
-            except Exception as exc:
-                err = _user_error(exc) or translate(exc, self._label)
-                if isinstance(err, UserError) or not self.retry.should_retry(attempt, err):
-                    raise err from exc
-                await asyncio.sleep(self.retry.delay(attempt, err))
-                attempt += 1
-                continue
-            response = map_response(to_dict(raw), self._label, self._model)
-            cost = cost_of(
-                response.usage, provider="anthropic", model=self._model, override=self.pricing
-            )
-            return replace(response, usage=response.usage.with_cost(cost))
+
+        async def create() -> Any:
+            return await self._client.messages.create(**kwargs)
+
+        raw = await generate_with_retry(create, self._translate, self.retry)
+        response = map_response(to_dict(raw), self._label, self._model)
+        cost = cost_of(
+            response.usage, provider="anthropic", model=self._model, override=self.pricing
+        )
+        return replace(response, usage=response.usage.with_cost(cost))
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"

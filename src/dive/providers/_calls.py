@@ -1,0 +1,102 @@
+"""The retry loop every provider shares, with the retry window.
+
+``stream_with_retry`` opens a stream, maps raw events, holds ``message_start`` and ``ping``
+back until the first content event, and retries a failed attempt only while nothing but those
+had been produced — so output is never duplicated. ``generate_with_retry`` does the same for a
+single response. Failures come out as ``ProviderError`` subclasses (or the ``UserError`` a
+provider raised for a request it refuses to send).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Protocol, TypeVar
+
+from dive.errors import ProviderError, UserError
+from dive.llm import MessageStart, Ping, StreamEvent
+from dive.providers._retry import RetryPolicy
+
+__all__ = ["Mapper", "generate_with_retry", "stream_with_retry"]
+
+T = TypeVar("T")
+
+Translate = Callable[[BaseException], "ProviderError | UserError"]
+
+
+async def _close(stream: Any) -> None:
+    close = getattr(stream, "close", None)
+    if close is not None:
+        out = close()
+        if asyncio.iscoroutine(out):
+            await out
+
+
+class Mapper(Protocol):
+    """Maps one attempt's raw stream items to dive stream events."""
+
+    def feed(self, raw: Any) -> Iterable[StreamEvent]:
+        """Events for one raw stream item."""
+        ...
+
+    def finish(self) -> Iterable[StreamEvent]:
+        """Events once the raw stream ended (may raise ``StreamInterruptedError``)."""
+        ...
+
+
+async def stream_with_retry(
+    open_stream: Callable[[], Awaitable[Any]],
+    new_mapper: Callable[[], Mapper],
+    translate: Translate,
+    retry: RetryPolicy,
+) -> AsyncIterator[StreamEvent]:
+    """Yield mapped events; retry failed attempts inside the retry window."""
+    attempt = 0
+    while True:
+        mapper = new_mapper()
+        held: list[StreamEvent] = []
+        delivered = False
+        try:
+            stream = await open_stream()
+            try:
+                async for raw in stream:
+                    for event in mapper.feed(raw):
+                        if not delivered and isinstance(event, MessageStart | Ping):
+                            held.append(event)
+                            continue
+                        if not delivered:
+                            delivered = True
+                            for h in held:
+                                yield h
+                        yield event
+            finally:
+                await _close(stream)
+            closing = list(mapper.finish())
+            if not delivered:
+                for h in held:
+                    yield h
+            for event in closing:
+                yield event
+            return
+        except Exception as exc:
+            err = translate(exc)
+            if delivered or isinstance(err, UserError) or not retry.should_retry(attempt, err):
+                raise err from exc
+            await asyncio.sleep(retry.delay(attempt, err))
+            attempt += 1
+
+
+async def generate_with_retry(
+    create: Callable[[], Awaitable[T]], translate: Translate, retry: RetryPolicy
+) -> T:
+    """Call ``create`` with retries; raise the translated error when giving up."""
+    attempt = 0
+    while True:
+        try:
+            return await create()
+        except Exception as exc:
+            err = translate(exc)
+            if isinstance(err, UserError) or not retry.should_retry(attempt, err):
+                raise err from exc
+            await asyncio.sleep(retry.delay(attempt, err))
+            attempt += 1
