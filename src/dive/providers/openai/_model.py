@@ -1,0 +1,175 @@
+"""OpenAI models on the official ``openai`` SDK: Responses and Chat Completions.
+
+Both stream by default through the shared retry loop (retries only inside the retry window),
+with the SDK's own retries off, and translate vendor exceptions into ``ProviderError``s.
+OpenAI-compatible servers (Ollama, vLLM, OpenRouter, …) use ``OpenAIChatModel`` with a base URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+import openai
+
+from dive.errors import MissingCredentialsError, ProviderError, UserError
+from dive.llm import MessageDelta, ModelRequest, ModelResponse, StreamEvent
+from dive.llm._pricing import PricingInfo, cost_of
+from dive.providers._calls import generate_with_retry, stream_with_retry
+from dive.providers._retry import RetryPolicy
+from dive.providers.openai._chat import ChatMapper, chat_request, chat_response
+from dive.providers.openai._errors import translate
+from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
+from dive.providers.openai._usage import as_json
+
+__all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
+
+_PARAMS_CACHE: dict[str, frozenset[str]] = {}
+
+
+def _dump(obj: Any) -> dict[str, Any]:
+    return as_json(obj)
+
+
+class _OpenAIBase:
+    """Client construction, pricing and the shared call plumbing."""
+
+    api = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        provider: str = "openai",
+        key_env: str = "OPENAI_API_KEY",
+        retry: RetryPolicy | None = None,
+        streaming: bool = True,
+        pricing: PricingInfo | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if client is None:
+            key = api_key or os.environ.get(key_env)
+            if not key and base_url is None:
+                raise MissingCredentialsError(
+                    f"no API key for {provider}: set {key_env} or pass api_key= (or client=)"
+                )
+            client = openai.AsyncOpenAI(
+                api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
+            )
+        else:
+            client = client.with_options(max_retries=0)
+        self._client: Any = client
+        self._model = model
+        self._provider = provider
+        self.retry = retry or RetryPolicy()
+        self._streaming = streaming
+        self.pricing = pricing
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    @property
+    def supports_streaming(self) -> bool:
+        return self._streaming
+
+    def _translate(self, exc: BaseException) -> ProviderError | UserError:
+        if isinstance(exc, UserError):
+            return exc
+        return translate(exc, self._provider)
+
+    def _priced(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, MessageDelta) and event.usage is not None:
+            return replace(event, usage=event.usage.with_cost(self._cost(event.usage)))
+        return event
+
+    def _cost(self, usage: Any) -> float | None:
+        return cost_of(usage, provider=self._provider, model=self._model, override=self.pricing)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._model!r})"
+
+
+class OpenAIResponsesModel(_OpenAIBase):
+    """An OpenAI model through the Responses API (reasoning items replayed verbatim)."""
+
+    api = "responses"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        kwargs = responses_request(request, self._model)
+        client = self._client
+        provider = self._provider
+        priced = self._priced
+
+        class _Mapper(ResponsesMapper):
+            def __init__(self) -> None:
+                super().__init__(provider)
+
+            def feed(self, raw: Any) -> list[StreamEvent]:
+                return [priced(e) for e in super().feed(raw)]
+
+        async def open_stream() -> Any:
+            return await client.responses.create(**kwargs, stream=True)
+
+        async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):
+            yield event
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        kwargs = responses_request(request, self._model)
+
+        async def create() -> Any:
+            return await self._client.responses.create(**kwargs)
+
+        raw = await generate_with_retry(create, self._translate, self.retry)
+        response = responses_response(_dump(raw), self._model)
+        return replace(response, usage=response.usage.with_cost(self._cost(response.usage)))
+
+
+class OpenAIChatModel(_OpenAIBase):
+    """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``)."""
+
+    api = "chat_completions"
+
+    def __init__(self, model: str, *, system_role: str = "system", **kwargs: Any) -> None:
+        super().__init__(model, **kwargs)
+        self.system_role = system_role
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        kwargs = chat_request(request, self._model, system_role=self.system_role)
+        client = self._client
+        provider = self._provider
+        priced = self._priced
+
+        class _Mapper(ChatMapper):
+            def __init__(self) -> None:
+                super().__init__(provider)
+
+            def finish(self) -> list[StreamEvent]:
+                return [priced(e) for e in super().finish()]
+
+        async def open_stream() -> Any:
+            return await client.chat.completions.create(
+                **kwargs, stream=True, stream_options={"include_usage": True}
+            )
+
+        async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):
+            yield event
+
+    async def generate(self, request: ModelRequest) -> ModelResponse:
+        kwargs = chat_request(request, self._model, system_role=self.system_role)
+
+        async def create() -> Any:
+            return await self._client.chat.completions.create(**kwargs)
+
+        raw = await generate_with_retry(create, self._translate, self.retry)
+        response = chat_response(_dump(raw), self._model)
+        return replace(response, usage=response.usage.with_cost(self._cost(response.usage)))
