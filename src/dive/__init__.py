@@ -30,6 +30,7 @@ from dive.agent import (
 from dive.errors import DiveError, HookAbort, ToolFatalError
 from dive.llm import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice, Usage
 from dive.messages import Message, ToolCall, ToolDefinition, ToolResult, ToolRetryPolicy
+from dive.providers import model
 from dive.sessions import MemorySessionStore, Session, SessionStore
 from dive.tools import (
     FunctionTool,
@@ -97,6 +98,7 @@ __all__ = [
     "errors",
     "llm",
     "messages",
+    "model",
     "session_lock",
     "tool",
 ]

@@ -118,7 +118,7 @@ class Agent(Generic[OutputT]):
     def __init__(
         self,
         *,
-        model: Model,
+        model: Model | str,
         instructions: str = "",
         tools: Sequence[Tool | Callable[..., Any]] = (),
         toolsets: Sequence[Toolset] = (),
@@ -143,8 +143,12 @@ class Agent(Generic[OutputT]):
         approval_policy: ApprovalPolicy | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
+        if isinstance(model, str):
+            from dive.providers import model as resolve
+
+            model = resolve(model)
         if not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"model must be a dive Model, not {type(model).__name__}")
+            raise UserError(f"model must be a dive Model or 'provider:model', not {model!r}")
         self.model = model
         self.name, self.description, self.version, self.id = name, description, version, id
         self.tracer: Tracer = tracer if tracer is not None else NopTracer()

@@ -1,0 +1,125 @@
+"""The model registry: ``dive.model("provider:model")``.
+
+An explicit prefix wins; a bare name is matched by ordered prefixes (``claude-`` → anthropic;
+``gpt-``, ``o3``, ``o4``, ``codex`` → openai; ``gemini-`` → google; Mistral's families →
+mistral; a name with ``/`` → openrouter). An unknown prefix raises ``UnknownProviderError``
+listing the known ones; an unmatched bare name raises ``UnknownModelError``; a missing SDK
+raises ``MissingExtraError`` naming the ``pip install`` to run; a missing key names the
+environment variable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dive.errors import (
+    MissingCredentialsError,
+    MissingExtraError,
+    UnknownModelError,
+    UnknownProviderError,
+    UserError,
+)
+from dive.llm import Model
+
+__all__ = ["COMPATIBLE", "PROVIDERS", "model"]
+
+
+@dataclass(frozen=True, slots=True)
+class Compatible:
+    """An OpenAI-compatible server reached through Chat Completions."""
+
+    base_url: str
+    key_env: str
+    key_required: bool = True
+
+
+COMPATIBLE: dict[str, Compatible] = {
+    "ollama": Compatible("http://localhost:11434/v1", "OLLAMA_API_KEY", key_required=False),
+    "vllm": Compatible("http://localhost:8000/v1", "VLLM_API_KEY", key_required=False),
+    "llamacpp": Compatible("http://localhost:8080/v1", "LLAMACPP_API_KEY", key_required=False),
+    "openrouter": Compatible("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "groq": Compatible("https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "mistral": Compatible("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "deepinfra": Compatible("https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY"),
+}
+
+PROVIDERS = ("anthropic", "openai", "openai-chat", "google", *COMPATIBLE)
+
+_EXTRA = {"anthropic": ("anthropic", "anthropic"), "google": ("google.genai", "google")}
+
+_BARE = (
+    ("claude-", "anthropic"),
+    ("gpt-", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("codex", "openai"),
+    ("gemini-", "google"),
+    ("mistral-", "mistral"),
+    ("ministral-", "mistral"),
+    ("codestral-", "mistral"),
+    ("devstral-", "mistral"),
+)
+
+
+def _split(spec: str) -> tuple[str, str]:
+    if ":" in spec:
+        prefix, name = spec.split(":", 1)
+        if prefix not in PROVIDERS:
+            raise UnknownProviderError(
+                f"unknown provider {prefix!r} in {spec!r}; known providers: {', '.join(PROVIDERS)}"
+            )
+        return prefix, name
+    for start, provider in _BARE:
+        if spec.startswith(start):
+            return provider, spec
+    if "/" in spec:
+        return "openrouter", spec
+    raise UnknownModelError(
+        f"cannot tell which provider serves {spec!r}; write it as 'provider:model' with one of "
+        f"{', '.join(PROVIDERS)}"
+    )
+
+
+def _require(module: str, extra: str) -> None:
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        raise MissingExtraError(
+            f"this model needs the {extra} extra: pip install 'dive-agents[{extra}]'"
+        )
+
+
+def model(spec: str, **options: Any) -> Model:
+    """A model from ``"provider:model"`` (or a bare name); ``options`` go to its constructor."""
+    provider, name = _split(spec)
+    if not name:
+        raise UserError(f"{spec!r} names no model after the provider prefix")
+    if provider == "anthropic":
+        _require("anthropic", "anthropic")
+        from dive.providers.anthropic import AnthropicModel
+
+        return AnthropicModel(name, **options)
+    if provider == "google":
+        _require("google.genai", "google")
+        raise UserError(
+            "the google provider is not part of this dive version yet; use anthropic or openai"
+        )
+    _require("openai", "openai")
+    from dive.providers.openai import OpenAIChatModel, OpenAIResponsesModel
+
+    if provider == "openai":
+        return OpenAIResponsesModel(name, **options)
+    if provider == "openai-chat":
+        return OpenAIChatModel(name, **options)
+    preset = COMPATIBLE[provider]
+    if preset.key_required and "api_key" not in options and not os.environ.get(preset.key_env):
+        raise MissingCredentialsError(
+            f"no API key for {provider}: set {preset.key_env} or pass api_key="
+        )
+    options.setdefault("base_url", os.environ.get(f"{provider.upper()}_BASE_URL", preset.base_url))
+    options.setdefault("provider", provider)
+    options.setdefault("key_env", preset.key_env)
+    if not preset.key_required and not os.environ.get(preset.key_env):
+        options.setdefault("api_key", provider)
+    return OpenAIChatModel(name, **options)
