@@ -174,7 +174,7 @@ def test_server_tools_and_unknown_blocks_only_to_their_provider() -> None:
         UnknownBlock(provider="anthropic", block_type="fancy", data={"type": "fancy", "v": 1}),
         UnknownBlock(provider="openai", block_type="other", data={"type": "other"}),
     )
-    history = [Message.user("q"), Message(role="assistant", content=content)]
+    history = [Message.user("q"), Message(role="assistant", content=content), Message.user("next")]
     out = build_request(req(history, settings=ModelSettings(caching=False)), MODEL)
     assert [b["type"] for b in out["messages"][1]["content"]] == [
         "text",

@@ -103,21 +103,25 @@ def _assistant_message(run: TurnRun, response: ModelResponse) -> Message:
 
 
 def _drop_trailing_server_call(run: TurnRun) -> None:
-    """After giving up on a pause: drop the unanswered server tool call at the tail."""
-    if not run.record or run.record[-1].role != "assistant":
+    """After giving up on a pause: drop unanswered server tool calls of the paused messages."""
+    start = len(run.record)
+    while start > 0 and run.record[start - 1].role == "assistant":
+        start -= 1
+    tail = run.record[start:]
+    answered = {b.tool_use_id for m in tail for b in m.content if isinstance(b, ServerToolResult)}
+    rebuilt: list[Message] = []
+    for m in tail:
+        kept = tuple(
+            b for b in m.content if not (isinstance(b, ServerToolCall) and b.id not in answered)
+        )
+        if kept:
+            rebuilt.append(m if kept == m.content else replace(m, content=kept))
+    if [id(m) for m in rebuilt] == [id(m) for m in tail]:
         return
-    last = run.record[-1]
-    answered = {b.tool_use_id for b in last.content if isinstance(b, ServerToolResult)}
-    kept = tuple(
-        b for b in last.content if not (isinstance(b, ServerToolCall) and b.id not in answered)
-    )
-    if kept == last.content:
-        return
-    run.record.pop()
-    if run.working and run.working[-1] is last:
-        run.working.pop()
-    if kept:
-        run.add(replace(last, content=kept))
+    del run.record[start:]
+    run.working = [m for m in run.working if not any(m is t for t in tail)]
+    for m in rebuilt:
+        run.add(m)
 
 
 async def _no_calls_answer(run: TurnRun, stop_active: bool) -> tuple[Ending | None, bool]:

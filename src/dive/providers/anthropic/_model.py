@@ -134,6 +134,10 @@ class AnthropicModel:
         )
         return replace(response, usage=response.usage.with_cost(cost))
 
+    async def aclose(self) -> None:
+        """Close the SDK client (its HTTP connections)."""
+        await self._client.close()
+
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
 

@@ -142,9 +142,18 @@ def _block(block: ContentBlock, label: str, paired: set[str]) -> Json | None:
             return dict(block.data) if block.provider == label else None
 
 
-def _pairs(message: Message) -> set[str]:
-    calls = {b.id for b in message.content if isinstance(b, ServerToolCall)}
-    results = {b.tool_use_id for b in message.content if isinstance(b, ServerToolResult)}
+def _pairs(messages: Sequence[Message]) -> set[str]:
+    """Server-tool ids with both call and result anywhere in the history (a paused call's
+    result may arrive in the continuation message).
+    """
+    calls: set[str] = set()
+    results: set[str] = set()
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, ServerToolCall):
+                calls.add(b.id)
+            elif isinstance(b, ServerToolResult):
+                results.add(b.tool_use_id)
     return calls & results
 
 
@@ -168,14 +177,17 @@ def _messages(messages: Sequence[Message], label: str) -> tuple[list[Json], list
     """Wire messages, and any text of system-role messages found in the history."""
     out: list[Json] = []
     system_text: list[str] = []
-    for m in messages:
+    paired = _pairs(messages)
+    last = len(messages) - 1
+    for i, m in enumerate(messages):
         if m.kind == "custom":
             continue
         if m.role == "system":
             if m.text:
                 system_text.append(m.text)
             continue
-        paired = _pairs(m)
+        if i == last and m.role == "assistant":  # a pause_turn resend: content as is
+            paired = paired | {b.id for b in m.content if isinstance(b, ServerToolCall)}
         blocks = [b for b in (_block(c, label, paired) for c in m.content) if b is not None]
         role = "assistant" if m.role == "assistant" else "user"
         _append(out, role, blocks)

@@ -95,6 +95,10 @@ class _OpenAIBase:
     def _cost(self, usage: Any) -> float | None:
         return cost_of(usage, provider=self._provider, model=self._model, override=self.pricing)
 
+    async def aclose(self) -> None:
+        """Close the SDK client (its HTTP connections)."""
+        await self._client.close()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model!r})"
 
