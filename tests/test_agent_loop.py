@@ -797,6 +797,9 @@ async def test_prompt_cache_key_is_stable_per_session_and_never_the_raw_id() -> 
     await agent.run("two", session=store.session("user-42"))
     await agent.run("three")
     keys = [r.prompt_cache_key for r in model.requests]
-    assert keys[0] == keys[1] and keys[0] is not None
-    assert keys[0].startswith("dive-session-") and "user-42" not in keys[0]
-    assert keys[2] is not None and keys[2].startswith("dive-agent-")
+    assert keys[0] == keys[1]
+    assert keys[0] is not None
+    assert keys[0].startswith("dive-session-")
+    assert "user-42" not in keys[0]
+    assert keys[2] is not None
+    assert keys[2].startswith("dive-agent-")

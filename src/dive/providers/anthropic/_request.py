@@ -143,8 +143,9 @@ def _block(block: ContentBlock, label: str, paired: set[str]) -> Json | None:
 
 
 def _pairs(messages: Sequence[Message]) -> set[str]:
-    """Server-tool ids with both call and result anywhere in the history (a paused call's
-    result may arrive in the continuation message).
+    """Server-tool ids with both call and result anywhere in the history.
+
+    A paused call's result may arrive in the continuation message.
     """
     calls: set[str] = set()
     results: set[str] = set()
