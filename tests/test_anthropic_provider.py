@@ -1329,3 +1329,32 @@ async def test_budget_not_below_max_tokens_is_refused_before_any_request(
     with pytest.raises(UnsupportedSettingError, match="must be smaller than max_tokens"):
         await collect(model, request)
     assert sim.requests == []
+
+
+async def test_computer_use_declarer_sends_the_provider_tool_and_dispatches_to_the_executor(
+    sim: AnthropicSimulator,
+) -> None:
+    from dive.providers.anthropic import ComputerUse
+    from dive.tools import tool as make_tool
+
+    actions: list[str] = []
+
+    @make_tool(name="computer")
+    async def computer(action: str, coordinate: list[int] | None = None) -> str:
+        """Perform a computer action."""
+        actions.append(action)
+        return f"did {action}"
+
+    sim.add(
+        sim.reply(blocks=[tool_use_block("computer", {"action": "screenshot"}, id="toolu_c1")]),
+        sim.text("Looked at the screen."),
+    )
+    declarer = ComputerUse(computer, display_width_px=1024, display_height_px=768)
+    agent = Agent(model=make_model(sim), tools=[declarer, computer])
+    result = await agent.run("look")
+    assert result.status == "completed"
+    assert actions == ["screenshot"]
+    sent_tools = bodies(sim)[0]["tools"]
+    assert [t["name"] for t in sent_tools] == ["computer"]
+    assert sent_tools[0]["type"] == "computer_20250124"
+    assert sent_tools[0]["display_width_px"] == 1024

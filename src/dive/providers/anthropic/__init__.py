@@ -11,7 +11,15 @@ if importlib.util.find_spec("anthropic") is None:  # pragma: no cover - depends 
 
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
+from dive.providers.anthropic._computer import ComputerUse
 from dive.providers.anthropic._model import AnthropicModel
 from dive.providers.anthropic._request import build_request
 
-__all__ = ["AnthropicModel", "Capabilities", "build_request", "capabilities_for", "place_markers"]
+__all__ = [
+    "AnthropicModel",
+    "Capabilities",
+    "ComputerUse",
+    "build_request",
+    "capabilities_for",
+    "place_markers",
+]

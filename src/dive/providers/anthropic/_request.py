@@ -225,7 +225,7 @@ def _backstop(messages: list[Json]) -> None:
 def _tool(defn: ToolDefinition) -> Json:
     provider_type = defn.metadata.get("anthropic.type")
     if provider_type:
-        out: Json = {"type": provider_type, "name": defn.name}
+        out: Json = {"type": provider_type, "name": defn.metadata.get("anthropic.name", defn.name)}
         params = defn.metadata.get("anthropic.params")
         if params:
             out.update(json.loads(params))
