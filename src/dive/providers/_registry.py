@@ -102,9 +102,9 @@ def model(spec: str, **options: Any) -> Model:
         return AnthropicModel(name, **options)
     if provider == "google":
         _require("google.genai", "google")
-        raise UserError(
-            "the google provider is not part of this dive version yet; use anthropic or openai"
-        )
+        from dive.providers.google import GeminiModel
+
+        return GeminiModel(name, **options)
     _require("openai", "openai")
     from dive.providers.openai import OpenAIChatModel, OpenAIResponsesModel
 

@@ -1,0 +1,18 @@
+"""Google Gemini (Gemini API and Vertex AI) on the official SDK.
+
+Install with ``pip install 'dive-agents[google]'``.
+"""
+
+import importlib.util
+
+if importlib.util.find_spec("google.genai") is None:  # pragma: no cover - depends on the install
+    from dive.errors import MissingExtraError
+
+    raise MissingExtraError(
+        "the Google provider needs google-genai: pip install 'dive-agents[google]'"
+    )
+
+from dive.providers.google._mapping import build_config, build_contents
+from dive.providers.google._model import GeminiModel
+
+__all__ = ["GeminiModel", "build_config", "build_contents"]
