@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE="${TMPDIR:-/tmp}/dive-services-$(printf '%s' "$PWD" | md5sum | cut -c1-10)"
-PG_PORT="${DIVE_PG_PORT:-54329}"
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 mkdir -p "$STATE"
 
 as_pg_user() {
@@ -33,10 +35,13 @@ pg_up() {
   local bin data
   bin=$(pg_bin)
   data="$STATE/pg"
-  if [ -f "$data/postmaster.pid" ] && as_pg_user "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-    echo "DIVE_TEST_POSTGRES_DSN=postgresql://postgres@127.0.0.1:$PG_PORT/dive_test"
+  if [ -f "$data/postmaster.pid" ] && [ -f "$STATE/port" ] \
+    && as_pg_user "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    echo "DIVE_TEST_POSTGRES_DSN=postgresql://postgres@127.0.0.1:$(cat "$STATE/port")/dive_test"
     return
   fi
+  local PG_PORT="${DIVE_PG_PORT:-$(free_port)}"
+  echo "$PG_PORT" > "$STATE/port"
   rm -rf "$data"
   mkdir -p "$data"
   if [ "$(id -u)" = "0" ]; then chown postgres "$data" "$STATE"; chmod 755 "$STATE"; fi
