@@ -116,7 +116,7 @@ class _StreamMapper:
         self.text: int | None = None
         self.thinking: int | None = None
         self.open: list[int] = []
-        self.finish: str | None = None
+        self.finish_reason: str | None = None
         self.usage: Json = {}
         self.ended = False
 
@@ -137,13 +137,13 @@ class _StreamMapper:
         candidates = cast("list[Json]", chunk.get("candidates") or [])
         if not candidates and chunk.get("prompt_feedback"):
             feedback = cast("Json", chunk["prompt_feedback"])
-            self.finish = str(feedback.get("block_reason") or "OTHER")
+            self.finish_reason = str(feedback.get("block_reason") or "OTHER")
         for cand in candidates[:1]:
             content = cast("Json", cand.get("content") or {})
             for part in content.get("parts") or ():
                 out.extend(self._part(cast("Json", part)))
             if cand.get("finish_reason"):
-                self.finish = str(cand["finish_reason"])
+                self.finish_reason = str(cand["finish_reason"])
         return out
 
     def _part(self, part: Json) -> list[StreamEvent]:
@@ -181,7 +181,7 @@ class _StreamMapper:
         return out
 
     def finish_events(self) -> list[StreamEvent]:
-        if self.finish is None:
+        if self.finish_reason is None:
             raise StreamInterruptedError(
                 f"{LABEL}: the stream ended without a finish reason", provider=LABEL
             )
@@ -193,7 +193,7 @@ class _StreamMapper:
             state = ProviderState(
                 provider=LABEL, api="generate_content", data=self.parts.signatures
             )
-        out.append(MessageDelta(stop_reason=self.finish, usage=usage, provider_state=state))
+        out.append(MessageDelta(stop_reason=self.finish_reason, usage=usage, provider_state=state))
         out.append(MessageStop())
         return out
 
@@ -260,7 +260,7 @@ class GeminiModel:
             def __init__(self) -> None:
                 super().__init__(model)
 
-            def finish(self) -> list[StreamEvent]:  # type: ignore[override]
+            def finish(self) -> list[StreamEvent]:
                 return self.finish_events()
 
         async def open_stream() -> Any:
