@@ -11,12 +11,15 @@ event reached the consumer, so output is never duplicated.
 
 from __future__ import annotations
 
+import email.utils
 import random
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from dive.errors import ProviderError
 
-__all__ = ["RetryPolicy"]
+__all__ = ["RetryPolicy", "retry_after", "transport_errors"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,3 +41,37 @@ class RetryPolicy:
     def should_retry(self, attempt: int, error: ProviderError) -> bool:
         """Whether to retry after ``attempt`` failed attempts (0-based) with ``error``."""
         return attempt < self.max_retries and error.retryable
+
+
+def retry_after(headers: Any) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, else ``retry-after`` (seconds or
+    an HTTP date); None when it said nothing usable.
+    """
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The SDK HTTP client's errors that surface while a stream is being read."""
+    try:
+        from httpx2 import TransportError
+    except ImportError:  # pragma: no cover - depends on the SDK version
+        return (ConnectionError,)
+    return (ConnectionError, TransportError)

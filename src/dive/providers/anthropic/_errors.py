@@ -7,8 +7,6 @@ timeouts, and in-stream ``overloaded_error`` / ``rate_limit_error`` / ``api_erro
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Any, cast
 
 import anthropic
@@ -25,6 +23,7 @@ from dive.errors import (
     RateLimitedError,
     StreamInterruptedError,
 )
+from dive.providers._retry import retry_after, transport_errors
 from dive.providers.anthropic._response import sub
 
 __all__ = ["translate"]
@@ -54,35 +53,7 @@ _RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
 _RETRY_STATUS = frozenset({429, 503, 504, 529})
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The SDK's HTTP client errors that surface while a stream is being read."""
-    try:
-        from httpx2 import TransportError
-    except ImportError:  # pragma: no cover - depends on the SDK version
-        return (ConnectionError,)
-    return (ConnectionError, TransportError)
-
-
-_TRANSPORT_ERRORS = _transport_errors()
-
-
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+_TRANSPORT_ERRORS = transport_errors()
 
 
 def _terminal_429(message: str) -> bool:
@@ -134,7 +105,7 @@ def _status_error(exc: anthropic.APIStatusError, provider: str) -> ProviderError
         provider=provider,
         status=status,
         request_id=exc.request_id or headers.get("request-id"),
-        retry_after=_retry_after(headers),
+        retry_after=retry_after(headers),
         error_type=error_type or None,
         body=body,
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Any, cast
 
 import openai
@@ -20,6 +18,7 @@ from dive.errors import (
     RateLimitedError,
     StreamInterruptedError,
 )
+from dive.providers._retry import retry_after, transport_errors
 
 __all__ = ["stream_error", "translate"]
 
@@ -37,34 +36,7 @@ _RETRY_STATUS = frozenset({429, 503, 504})
 _RETRY_CODES = frozenset({"rate_limit_exceeded", "server_error", "server_is_overloaded"})
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from httpx2 import TransportError
-    except ImportError:  # pragma: no cover - depends on the SDK version
-        return (ConnectionError,)
-    return (ConnectionError, TransportError)
-
-
-_TRANSPORT = _transport_errors()
-
-
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return float(ms) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+_TRANSPORT = transport_errors()
 
 
 def _info(body: Any) -> dict[str, Any]:
@@ -125,7 +97,7 @@ def _status(exc: openai.APIStatusError, provider: str) -> ProviderError:
         provider=provider,
         status=status,
         request_id=exc.request_id or headers.get("x-request-id"),
-        retry_after=_retry_after(headers),
+        retry_after=retry_after(headers),
         error_type=code or None,
         body=exc.body,
     )
