@@ -44,8 +44,9 @@ class RetryPolicy:
 
 
 def retry_after(headers: Any) -> float | None:
-    """Seconds the server asked to wait: ``retry-after-ms``, else ``retry-after`` (seconds or
-    an HTTP date); None when it said nothing usable.
+    """Seconds the server asked to wait, or None when it said nothing usable.
+
+    ``retry-after-ms`` wins; ``retry-after`` may be seconds or an HTTP date.
     """
     if headers is None:
         return None
