@@ -34,7 +34,9 @@ Json = dict[str, Any]
 
 
 def _bytes(signature: str) -> bytes:
-    return base64.b64decode(signature)
+    """Signatures come back from the SDK as URL-safe base64; accept either alphabet."""
+    padded = signature + "=" * (-len(signature) % 4)
+    return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
 
 
 def _part_of(block: ContentBlock) -> Json | None:

@@ -40,7 +40,10 @@ from dive.messages import (
 from dive.providers.openai._errors import stream_error
 from dive.providers.openai._usage import as_json, chat_usage, obj
 
-__all__ = ["ChatMapper", "chat_request", "chat_response"]
+__all__ = ["DONE", "ChatMapper", "chat_request", "chat_response"]
+
+DONE: dict[str, Any] = {"__dive_done__": True}
+"""Marks ``data: [DONE]`` in a chunk stream."""
 
 Json = dict[str, Any]
 
@@ -217,6 +220,7 @@ class ChatMapper:
         self.refused = False
         self.usage: Json | None = None
         self.tier: Any = None
+        self.done = False
 
     def _open(self, block: ContentBlock) -> tuple[int, StreamEvent]:
         index = self.next_index
@@ -224,6 +228,9 @@ class ChatMapper:
         return index, ContentBlockStart(index=index, block=block)
 
     def feed(self, raw: Any) -> list[StreamEvent]:
+        if raw is DONE:
+            self.done = True
+            return []
         chunk = as_json(raw)
         if chunk.get("error"):
             raise stream_error(self.provider, chunk)
@@ -272,6 +279,8 @@ class ChatMapper:
         return out
 
     def finish(self) -> list[StreamEvent]:
+        if self.finish_reason is None and self.done:
+            self.finish_reason = "stop"  # [DONE] alone is a valid end
         if self.finish_reason is None:
             raise StreamInterruptedError(
                 f"{self.provider}: the stream ended without a finish_reason", provider=self.provider

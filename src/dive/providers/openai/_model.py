@@ -7,6 +7,7 @@ OpenAI-compatible servers (Ollama, vLLM, OpenRouter, …) use ``OpenAIChatModel`
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -19,7 +20,7 @@ from dive.llm import MessageDelta, ModelRequest, ModelResponse, StreamEvent
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
-from dive.providers.openai._chat import ChatMapper, chat_request, chat_response
+from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response
 from dive.providers.openai._errors import translate
 from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
 from dive.providers.openai._usage import as_json
@@ -130,12 +131,40 @@ class OpenAIResponsesModel(_OpenAIBase):
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = responses_request(request, self._model)
 
-        async def create() -> Any:
-            return await self._client.responses.create(**kwargs)
+        async def create() -> ModelResponse:  # a failed response is retried like any error
+            raw = await self._client.responses.create(**kwargs)
+            return responses_response(_dump(raw), self._model)
 
-        raw = await generate_with_retry(create, self._translate, self.retry)
-        response = responses_response(_dump(raw), self._model)
+        response = await generate_with_retry(create, self._translate, self.retry)
         return replace(response, usage=response.usage.with_cost(self._cost(response.usage)))
+
+
+class _ChatEvents:
+    """The chunks of a Chat Completions stream as dicts, plus ``DONE`` for ``data: [DONE]``.
+
+    The SDK's iterator swallows ``[DONE]``, which makes a complete stream indistinguishable from
+    a bare EOF; reading the server-sent events keeps the difference (turns.md §4).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        events = getattr(self._stream, "_iter_events", None)
+        if events is None:  # pragma: no cover - an SDK without it: fall back to its chunks
+            async for chunk in self._stream:
+                yield chunk
+            return
+        async for sse in events():
+            data = str(sse.data)
+            if data.startswith("[DONE]"):
+                yield DONE
+                return
+            if data.strip():
+                yield json.loads(data)
+
+    async def close(self) -> None:
+        await self._stream.close()
 
 
 class OpenAIChatModel(_OpenAIBase):
@@ -161,9 +190,10 @@ class OpenAIChatModel(_OpenAIBase):
                 return [priced(e) for e in super().finish()]
 
         async def open_stream() -> Any:
-            return await client.chat.completions.create(
+            stream = await client.chat.completions.create(
                 **kwargs, stream=True, stream_options={"include_usage": True}
             )
+            return _ChatEvents(stream)
 
         async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):
             yield event

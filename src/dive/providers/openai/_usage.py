@@ -17,7 +17,10 @@ def as_json(raw: Any) -> dict[str, Any]:
     """A dict from SDK pydantic objects or plain dicts."""
     if isinstance(raw, dict):
         return cast("dict[str, Any]", raw)
-    return cast("dict[str, Any]", raw.model_dump(mode="json"))
+    to_dict = getattr(raw, "to_dict", None)
+    if to_dict is not None:  # API field names, unset fields left out: replayable verbatim
+        return cast("dict[str, Any]", to_dict(mode="json"))
+    return cast("dict[str, Any]", raw.model_dump(mode="json", by_alias=True, exclude_unset=True))
 
 
 def obj(data: Any, key: str) -> dict[str, Any]:
