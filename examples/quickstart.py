@@ -95,20 +95,21 @@ def offline_model() -> Model:
 
 
 def pick_model() -> tuple[Model, str]:
-    """A real provider when one is configured, else the offline scripted model."""
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"):
-        from dive.providers.anthropic import AnthropicModel
+    """A real provider when one is configured (a key or a base URL), else the offline model."""
+    from dive.providers import model as resolve
 
-        name = os.environ.get("DIVE_MODEL", "claude-sonnet-4-5")
-        model = AnthropicModel(name, base_url=os.environ.get("ANTHROPIC_BASE_URL"))
-        return model, f"using Anthropic {name} (ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL is set)"
-    keys = ("OPENAI_API_KEY", "GEMINI_API_KEY")
-    configured = [k for k in keys if os.environ.get(k)]
-    if configured:
-        return offline_model(), (
-            f"{configured[0]} is set, but that provider is not built yet; "
-            "running offline with the bundled scripted model"
-        )
+    choices = (
+        ("ANTHROPIC", "anthropic:claude-sonnet-4-6"),
+        ("OPENAI", "openai:gpt-5"),
+        ("GEMINI", "google:gemini-2.5-flash"),
+    )
+    for env, default in choices:
+        key = os.environ.get(f"{env}_API_KEY")
+        base_url = os.environ.get(f"{env}_BASE_URL")
+        if key or base_url:
+            spec = os.environ.get("DIVE_MODEL", default)
+            options = {"base_url": base_url} if base_url else {}
+            return resolve(spec, **options), f"using {spec} ({env}_API_KEY or _BASE_URL is set)"
     return offline_model(), "offline: no provider configured, using the bundled scripted model"
 
 
