@@ -59,6 +59,18 @@ def _part_of(block: ContentBlock) -> Json | None:
     return None
 
 
+def _text_signatures(m: Message) -> dict[int, str]:
+    """Signatures of non-call parts, by content index, from Gemini's own provider state."""
+    state = m.provider_state
+    if state is None or state.provider != LABEL or not isinstance(state.data, list):
+        return {}
+    out: dict[int, str] = {}
+    for entry in state.data:
+        if isinstance(entry, dict) and isinstance(entry.get("block"), int):
+            out[cast(int, entry["block"])] = str(entry.get("signature") or "")
+    return out
+
+
 def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
     """Gemini ``contents`` and the text of any system-role messages."""
     contents: list[Json] = []
@@ -87,7 +99,15 @@ def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
             _append(contents, "user", [part])
             continue
         role = "model" if m.role == "assistant" else "user"
-        parts = [p for p in (_part_of(b) for b in m.content) if p is not None]
+        signed = _text_signatures(m)
+        parts: list[Json] = []
+        for i, b in enumerate(m.content):
+            wire = _part_of(b)
+            if wire is None:
+                continue
+            if i in signed and "function_call" not in wire:
+                wire["thought_signature"] = _bytes(signed[i])
+            parts.append(wire)
         for c in m.tool_calls:
             pending[c.id] = c.name
         _append(contents, role, parts)
@@ -180,7 +200,12 @@ class PartMapper:
         self.calls = 0
         self.signatures: list[JSONValue] = []
 
-    def block(self, part: Json) -> ContentBlock | None:
+    def block(self, part: Json, at: int = 0) -> ContentBlock | None:
+        """The block for ``part``.
+
+        ``at`` is the content index the block will have: signatures on non-call parts are
+        recorded with it in provider state.
+        """
         signature = part.get("thought_signature")
         call = part.get("function_call")
         if isinstance(call, dict):
@@ -193,8 +218,8 @@ class PartMapper:
                 signature=str(signature) if signature else None,
                 provider=LABEL if signature else None,
             )
-        if signature:
-            self.signatures.append(str(signature))
+        if signature and not part.get("thought"):
+            self.signatures.append({"block": at, "signature": str(signature)})
         text = part.get("text")
         if part.get("thought"):
             return ThinkingBlock(
@@ -221,7 +246,11 @@ def map_response(raw: Json, requested: str, mapper: PartMapper | None = None) ->
         )
     candidate = candidates[0]
     content = cast("Json", candidate.get("content") or {})
-    blocks = [b for b in (mapper.block(p) for p in content.get("parts") or ()) if b is not None]
+    blocks: list[ContentBlock] = []
+    for part in content.get("parts") or ():
+        block = mapper.block(cast("Json", part), len(blocks))
+        if block is not None:
+            blocks.append(block)
     finish = candidate.get("finish_reason")
     state = None
     if mapper.signatures:

@@ -45,7 +45,7 @@ from dive.llm import (
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.messages import ProviderState, TextBlock, ThinkingBlock, ToolCall
 from dive.providers._calls import generate_with_retry, stream_with_retry
-from dive.providers._retry import RetryPolicy
+from dive.providers._retry import RetryPolicy, transport_errors
 from dive.providers.google._mapping import (
     LABEL,
     PartMapper,
@@ -65,6 +65,9 @@ _BY_CODE: dict[int, type[ProviderError]] = {
     503: OverloadedError,
     504: ProviderTimeoutError,
 }
+
+
+_TRANSPORT = transport_errors()
 
 
 def translate(exc: BaseException) -> ProviderError | UserError:
@@ -92,7 +95,7 @@ def translate(exc: BaseException) -> ProviderError | UserError:
                 pass
         err.retryable = code in (429, 500, 503, 504)
         return err
-    if isinstance(exc, ConnectionError | TimeoutError) or "Transport" in type(exc).__name__:
+    if isinstance(exc, (*_TRANSPORT, TimeoutError)):
         conn = ProviderConnectionError(f"{LABEL}: connection failed: {exc!r}", provider=LABEL)
         conn.retryable = True
         return conn
@@ -147,7 +150,8 @@ class _StreamMapper:
         return out
 
     def _part(self, part: Json) -> list[StreamEvent]:
-        block = self.parts.block(part)
+        at = self.text if self.text is not None and "function_call" not in part else self.next_index
+        block = self.parts.block(part, at)
         out: list[StreamEvent] = []
         if isinstance(block, ToolCall):
             index, ev = self._start(replace(block, arguments={}))
