@@ -1460,3 +1460,35 @@ async def test_registry_presets_run_a_tool_loop(
         assert result.usage.cost is None  # no price for a local model
     else:
         assert result.usage.cost is not None
+
+
+async def test_structured_output_via_json_schema_on_both_apis(sim: OpenAISimulator) -> None:
+    from dive.llm import ModelRequest, ModelSettings, collect
+    from dive.messages import Message
+
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
+    settings = ModelSettings(response_schema=schema, response_schema_name="place")
+    sim.add(sim.text('{"city": "Paris"}'), sim.text('{"city": "Lyon"}'))
+    responses = OpenAIResponsesModel("gpt-5", base_url=sim.url, api_key="test")
+    chat = OpenAIChatModel("gpt-4.1", base_url=sim.url, api_key="test")
+    try:
+        request = ModelRequest(messages=(Message.user("where?"),), settings=settings)
+        first = await collect(responses, request)
+        second = await collect(chat, request)
+    finally:
+        await responses.aclose()
+        await chat.aclose()
+    assert json.loads(first.text) == {"city": "Paris"}
+    assert json.loads(second.text) == {"city": "Lyon"}
+    assert sim.responses_requests[0].body["text"]["format"] == {
+        "type": "json_schema",
+        "name": "place",
+        "schema": schema,
+        "strict": True,
+    }
+    assert sim.chat_requests[0].body["response_format"]["json_schema"]["schema"] == schema

@@ -64,6 +64,8 @@ class ModelSettings:
     request_headers: Mapping[str, str] | None = None
     metadata: Mapping[str, str] | None = None
     mcp_servers: tuple[Mapping[str, JSONValue], ...] | None = None
+    response_schema: Mapping[str, JSONValue] | None = None
+    response_schema_name: str | None = None
     strict: bool = True
 
     def __post_init__(self) -> None:

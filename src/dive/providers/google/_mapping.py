@@ -167,6 +167,9 @@ def build_config(request: ModelRequest, extra_system: Sequence[str] = ()) -> Jso
             config[key] = value
     if s.stop_sequences:
         config["stop_sequences"] = list(s.stop_sequences)
+    if s.response_schema is not None:
+        config["response_mime_type"] = "application/json"
+        config["response_json_schema"] = dict(s.response_schema)
     thinking_on = s.thinking not in (None, "disabled") or s.reasoning_budget
     if thinking_on:
         thinking: Json = {"include_thoughts": True}

@@ -164,6 +164,15 @@ def chat_request(request: ModelRequest, model: str, *, system_role: str = "syste
         kwargs["stop"] = list(s.stop_sequences)
     if s.reasoning_effort is not None:
         kwargs["reasoning_effort"] = s.reasoning_effort
+    if s.response_schema is not None:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": s.response_schema_name or "response",
+                "schema": dict(s.response_schema),
+                "strict": True,
+            },
+        }
     if request.prompt_cache_key:
         kwargs["prompt_cache_key"] = request.prompt_cache_key
     if s.request_headers:

@@ -159,6 +159,15 @@ def responses_request(request: ModelRequest, model: str) -> Json:
     ):
         if value is not None:
             kwargs[key] = value
+    if s.response_schema is not None:
+        kwargs["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": s.response_schema_name or "response",
+                "schema": dict(s.response_schema),
+                "strict": True,
+            }
+        }
     if request.prompt_cache_key:
         kwargs["prompt_cache_key"] = request.prompt_cache_key
     if s.request_headers:
