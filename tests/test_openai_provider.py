@@ -1464,7 +1464,7 @@ async def test_registry_presets_run_a_tool_loop(
 
 async def test_structured_output_via_json_schema_on_both_apis(sim: OpenAISimulator) -> None:
     from dive.llm import ModelRequest, ModelSettings, collect
-    from dive.messages import JSONValue, Message
+    from dive.messages import Message
 
     schema: dict[str, JSONValue] = {
         "type": "object",
