@@ -331,6 +331,7 @@ class Agent(Generic[OutputT]):
             prior_usage=prior,
         )
         run.session = session
+        run.durable = session is not None and self.durability.checkpoint_steps
         if keeper is not None:
             run.claim_keeper = keeper
         run.loaded_revision = snap.revision if snap is not None else 0

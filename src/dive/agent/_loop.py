@@ -178,7 +178,8 @@ async def run_loop(run: TurnRun) -> Ending:
         if ended is not None:
             return ended
     else:
-        await checkpoint_step(run, "the first model call")
+        if run.durable:
+            await checkpoint_step(run, "the first model call")
     while True:
         run.flush_reminders()
         run.check_soft_cancel()
@@ -235,7 +236,8 @@ async def run_loop(run: TurnRun) -> Ending:
         cap = limits.max_tool_calls_per_turn
         if cap is not None and run.executed_tool_calls + len(calls) > cap:
             return _incomplete("iteration_limit", calls)
-        await checkpoint_step(run, "running the response's tool calls")
+        if run.durable:
+            await checkpoint_step(run, "running the response's tool calls")
         batch = await run_batch(run, calls)
         if batch.pending:
             from dive.agent._resume import suspend

@@ -83,6 +83,7 @@ class TurnRun:
         self.background_tasks: list[BackgroundTaskHandle] = []
         self.owed: list[ToolCall] = []
         self.checkpoints = 0
+        self.durable = False
         self.accepted: dict[str, Any] = {}
         self.deferred_events: list[AgentEvent] = []
         self.suspended_batch: Batch | None = None

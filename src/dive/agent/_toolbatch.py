@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dive.agent._approval import DENIED_TEXT, decide
+from dive.agent._approval import DENIED_TEXT, decide, default_policy
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._close import HALTED_TEXT
 from dive.agent._durable import checkpoint_step
@@ -181,7 +181,14 @@ async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | Non
         if _halts(run, tool):
             batch.halted = True
         return None
-    decision = await decide(run.agent.approval_policy, tool, call, prepared.approved)
+    policy = run.agent.approval_policy
+    if (
+        policy is default_policy
+        and prepared.approved is None
+        and not tool.definition.requires_approval
+    ):
+        return prepared  # the default policy allows it: no decision to await
+    decision = await decide(policy, tool, call, prepared.approved)
     if decision.kind == "deny":
         text = decision.message or DENIED_TEXT
         await _reject(run, batch, call, text, error="denied by the approval gate", announce=False)
@@ -345,7 +352,8 @@ async def _sequential(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> 
         run.check_soft_cancel()
         run.set_call(call, "running")
         try:
-            await checkpoint_step(run, f"starting tool call {call.id}")
+            if run.durable:
+                await checkpoint_step(run, f"starting tool call {call.id}")
         except BaseException:
             run.set_call(call, "not_started")
             raise
@@ -353,7 +361,8 @@ async def _sequential(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> 
         run.executed_tool_calls += 1
         res = await execute_call(run, prepared.tool, call, prepared.input)
         await _post(run, batch, prepared, res)
-        await checkpoint_step(run, "the step after a tool result")
+        if run.durable:
+            await checkpoint_step(run, "the step after a tool result")
 
 
 async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
@@ -368,7 +377,8 @@ async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> No
         for p in prepared:
             run.set_call(p.call, "running")  # as recorded: it may start from now on
         try:
-            await checkpoint_step(run, "launching parallel tool calls")
+            if run.durable:
+                await checkpoint_step(run, "launching parallel tool calls")
         except BaseException:
             for p in prepared:
                 run.set_call(p.call, "not_started")
@@ -392,7 +402,8 @@ async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> No
             p, res = await fut
             if res is not None:
                 await _post(run, batch, p, res)
-                await checkpoint_step(run, "the step after a tool result")
+                if run.durable:
+                    await checkpoint_step(run, "the step after a tool result")
     except BaseException:
         _abandon(run, batch, tasks)
         raise
@@ -474,7 +485,8 @@ async def run_approved(run: TurnRun, batch: Batch, call: ToolCall) -> None:
     run.check_soft_cancel()
     run.set_call(call, "running")
     try:
-        await checkpoint_step(run, f"starting tool call {call.id}")
+        if run.durable:
+            await checkpoint_step(run, f"starting tool call {call.id}")
     except BaseException:
         run.set_call(call, "not_started")
         raise
@@ -482,4 +494,5 @@ async def run_approved(run: TurnRun, batch: Batch, call: ToolCall) -> None:
     run.executed_tool_calls += 1
     res = await execute_call(run, tool, call, value)
     await _post(run, batch, Prepared(call=call, tool=tool, input=value, preview=None), res)
-    await checkpoint_step(run, "the step after a tool result")
+    if run.durable:
+        await checkpoint_step(run, "the step after a tool result")
