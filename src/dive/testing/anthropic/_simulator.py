@@ -23,9 +23,9 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
+from dive.testing._simbase import SimulatorBase
 from dive.testing.anthropic import _script
 from dive.testing.anthropic._cache import (
     CachePlan,
@@ -112,7 +112,7 @@ class SimRequest(Mapping[str, Any]):
         return f"SimRequest({self.method} {self.path}, {self.body!r})"
 
 
-class AnthropicSimulator:
+class AnthropicSimulator(SimulatorBase):
     """A local Anthropic Messages API that answers from a script.
 
     Use it as a context manager (or call :meth:`start` / :meth:`stop`) and point an SDK at
@@ -162,47 +162,11 @@ class AnthropicSimulator:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Start serving (on a background thread)."""
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close open connections."""
-        self._http.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The base URL for the SDKs, e.g. ``http://127.0.0.1:54321``."""
-        host, port = self._http.address
-        return f"http://{host}:{port}"
-
     # -- the script -------------------------------------------------------------------------
 
     def add(self, *items: ScriptItem) -> None:
         """Append replies, faults or callables to the script."""
         self._script.add(items)
-
-    @property
-    def pending(self) -> int:
-        """Script items not yet consumed."""
-        return len(self._script)
-
-    def assert_consumed(self) -> None:
-        """Raise AssertionError unless every script item was used."""
-        if self.pending:
-            raise AssertionError(f"{self.pending} scripted replies were never requested")
 
     text = staticmethod(_script.text)
     tool_use = staticmethod(_script.tool_use)

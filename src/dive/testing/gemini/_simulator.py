@@ -21,10 +21,10 @@ import threading
 import time
 from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 from urllib.parse import parse_qs
 
+from dive.testing._simbase import SimulatorBase
 from dive.testing.anthropic._http import Outcome, SimHTTPServer
 from dive.testing.gemini import _script
 from dive.testing.gemini._errors import APIErrorAnswer, default_message
@@ -129,7 +129,7 @@ class SimRequest(Mapping[str, Any]):
         return f"SimRequest({self.method} {self.path}, {self.body!r})"
 
 
-class GeminiSimulator:
+class GeminiSimulator(SimulatorBase):
     """A local Gemini API (``generateContent`` / ``streamGenerateContent``) answering from a script.
 
     Use it as a context manager (or call :meth:`start` / :meth:`stop`) and point the SDK at
@@ -172,47 +172,11 @@ class GeminiSimulator:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Start serving (on a background thread)."""
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close open connections."""
-        self._http.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        """The base URL for the SDK (``HttpOptions(base_url=…)``), e.g. ``http://127.0.0.1:5432``."""
-        host, port = self._http.address
-        return f"http://{host}:{port}"
-
     # -- the script -------------------------------------------------------------------------
 
     def add(self, *items: ScriptItem) -> None:
         """Append replies, faults or callables to the script."""
         self._script.add(items)
-
-    @property
-    def pending(self) -> int:
-        """Script items not yet consumed."""
-        return len(self._script)
-
-    def assert_consumed(self) -> None:
-        """Raise AssertionError unless every script item was used."""
-        if self.pending:
-            raise AssertionError(f"{self.pending} scripted replies were never requested")
 
     text = staticmethod(_script.text)
     function_call = staticmethod(_script.function_call)

@@ -23,9 +23,9 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
-from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, cast
 
+from dive.testing._simbase import SimulatorBase
 from dive.testing.anthropic._http import Outcome, SimHTTPServer
 from dive.testing.anthropic._simulator import SimRequest
 from dive.testing.openai import _script
@@ -99,7 +99,7 @@ _REPLY_TYPES = (str, SimReply, SimFault, SimStreamError, SimCut, SimMalformed, S
 _DEFAULT_PARTIAL = SimReply(text="This response is interrupted before it ends.")
 
 
-class OpenAISimulator:
+class OpenAISimulator(SimulatorBase):
     """A local OpenAI API (Chat Completions and Responses) that answers from a script.
 
     Use it as a context manager (or call :meth:`start` / :meth:`stop`) and point an SDK at
@@ -152,32 +152,6 @@ class OpenAISimulator:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def start(self) -> Self:
-        """Start serving (on a background thread)."""
-        self._http.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close open connections."""
-        self._http.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def origin(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        host, port = self._http.address
-        return f"http://{host}:{port}"
-
     @property
     def url(self) -> str:
         """The base URL for the SDK, e.g. ``http://127.0.0.1:54321/v1``."""
@@ -188,16 +162,6 @@ class OpenAISimulator:
     def add(self, *items: ScriptItem) -> None:
         """Append replies, faults or callables to the script (shared by both endpoints)."""
         self._script.add(items)
-
-    @property
-    def pending(self) -> int:
-        """Script items not yet consumed."""
-        return len(self._script)
-
-    def assert_consumed(self) -> None:
-        """Raise AssertionError unless every script item was used."""
-        if self.pending:
-            raise AssertionError(f"{self.pending} scripted replies were never requested")
 
     text = staticmethod(_script.text)
     refusal = staticmethod(_script.refusal)
