@@ -1088,19 +1088,34 @@ async def test_truncated_stream_after_text_is_stream_interrupted(
 
 
 @API
-async def test_truncated_stream_before_content_is_a_provider_error(
+async def test_truncated_stream_before_content_is_retried(sim: OpenAISimulator, api: Api) -> None:
+    """Nothing reached the consumer, so the attempt is retried inside the retry window."""
+    # Chat: only the role chunk; Responses: only response.created and response.in_progress.
+    sim.add(SimTruncated(after_events=1 if api == "chat" else 2), sim.text("second try"))
+    result = await Agent(model=make_model(sim, api)).run("hi")
+
+    assert result.status == "completed"
+    assert len(sim.requests) == 2
+    assert texts_of(result.turn.messages) == ["second try"]
+    validate_complete_turns(result.turn.messages)
+
+
+@API
+async def test_truncated_stream_before_content_gives_up_after_the_retries(
     sim: OpenAISimulator, api: Api
 ) -> None:
-    """Nothing reached the consumer: dive reports provider_error (and does not retry)."""
-    # Chat: only the role chunk; Responses: only response.created and response.in_progress.
-    sim.add(SimTruncated(after_events=1 if api == "chat" else 2))
-    result = await Agent(model=make_model(sim, api)).run("hi")
+    """Every attempt ends early: dive reports provider_error once the retries are spent."""
+    for _ in range(3):
+        sim.add(SimTruncated(after_events=1 if api == "chat" else 2))
+    model = make_model(sim, api)
+    model.retry = RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.01, jitter=0.0)
+    result = await Agent(model=model).run("hi")
 
     assert result.status == "incomplete"
     assert result.outcome is not None
     assert result.outcome.reason == "provider_error"
     assert isinstance(result.error, StreamInterruptedError)
-    assert len(sim.requests) == 1
+    assert len(sim.requests) == 3
     assert texts_of(result.turn.messages) == []
     validate_complete_turns(result.turn.messages)
     assert ends_with_outcome_note(result.turn.messages)

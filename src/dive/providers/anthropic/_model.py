@@ -16,8 +16,13 @@ from typing import Any
 
 import anthropic
 
-from dive.errors import MissingCredentialsError, ProviderError, UserError
-from dive.llm import MessageDelta, ModelRequest, ModelResponse, StreamEvent
+from dive.errors import (
+    MissingCredentialsError,
+    ProviderError,
+    StreamInterruptedError,
+    UserError,
+)
+from dive.llm import MessageDelta, MessageStop, ModelRequest, ModelResponse, StreamEvent
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
@@ -107,12 +112,21 @@ class AnthropicModel:
         class _Mapper:
             def __init__(self) -> None:
                 self.inner = StreamMapper(label)
+                self.stopped = False
 
             def feed(self, raw: Any) -> list[StreamEvent]:
                 event = self.inner.map(to_dict(raw))
+                if isinstance(event, MessageStop):
+                    self.stopped = True
                 return [] if event is None else [model._priced(event)]
 
             def finish(self) -> list[StreamEvent]:
+                if not self.stopped:
+                    err = StreamInterruptedError(
+                        f"{label}: the stream ended without message_stop", provider=label
+                    )
+                    err.retryable = True  # retried only if nothing was delivered yet
+                    raise err
                 return []
 
         async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):

@@ -186,9 +186,11 @@ class _StreamMapper:
 
     def finish_events(self) -> list[StreamEvent]:
         if self.finish_reason is None:
-            raise StreamInterruptedError(
+            err = StreamInterruptedError(
                 f"{LABEL}: the stream ended without a finish reason", provider=LABEL
             )
+            err.retryable = True  # nothing may have been delivered: the loop decides
+            raise err
         out: list[StreamEvent] = [ContentBlockStop(index=i) for i in self.open]
         usage = map_usage(self.usage)
         usage = usage.with_cost(self.model._cost(usage))  # pyright: ignore[reportPrivateUsage]

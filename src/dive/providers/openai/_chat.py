@@ -291,9 +291,11 @@ class ChatMapper:
         if self.finish_reason is None and self.done:
             self.finish_reason = "stop"  # [DONE] alone is a valid end
         if self.finish_reason is None:
-            raise StreamInterruptedError(
+            err = StreamInterruptedError(
                 f"{self.provider}: the stream ended without a finish_reason", provider=self.provider
             )
+            err.retryable = True  # nothing may have been delivered: the loop decides
+            raise err
         out: list[StreamEvent] = []
         indexes = sorted(self.calls.values())
         if self.text_index is not None:

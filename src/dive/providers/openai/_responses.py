@@ -343,8 +343,10 @@ class ResponsesMapper:
 
     def finish(self) -> list[StreamEvent]:
         if not self.ended:
-            raise StreamInterruptedError(
+            err = StreamInterruptedError(
                 f"{self.provider}: the stream ended before its terminal event",
                 provider=self.provider,
             )
+            err.retryable = True  # nothing may have been delivered: the loop decides
+            raise err
         return []
