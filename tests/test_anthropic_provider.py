@@ -21,10 +21,8 @@ import pytest
 from dive.agent import (
     NOT_RUN_TEXT,
     Agent,
-    AgentEvent,
     Limits,
     MessageEvent,
-    ModelStreamEvent,
     RunResult,
 )
 from dive.agent._loop import FINAL_ANSWER_TEXT
@@ -40,11 +38,8 @@ from dive.errors import (
     UnsupportedSettingError,
 )
 from dive.llm import (
-    ContentBlockDelta,
-    MessageStart,
     ModelRequest,
     ModelSettings,
-    TextDelta,
     ToolChoice,
     Usage,
     collect,
@@ -80,6 +75,7 @@ from dive.testing.anthropic import (
     tool_use,
     tool_use_block,
 )
+from tests._events import Events
 
 MODEL = "claude-sonnet-4-6"  # not deprecated in the installed SDK; cache minimum 2048 tokens
 ADAPTIVE_MODEL = "claude-opus-4-7"  # adaptive-only thinking, effort up to max, no temperature
@@ -192,34 +188,6 @@ def result_text(result: ToolResult) -> str:
 
 def tool_result_blocks(message: Json) -> list[Json]:
     return [b for b in message["content"] if b["type"] == "tool_result"]
-
-
-class Events:
-    """An ``on_event`` handler keeping every event."""
-
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    async def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    def streamed_text(self) -> str:
-        out: list[str] = []
-        for e in self.events:
-            if (
-                isinstance(e, ModelStreamEvent)
-                and isinstance(e.event, ContentBlockDelta)
-                and isinstance(e.event.delta, TextDelta)
-            ):
-                out.append(e.event.delta.text)
-        return "".join(out)
-
-    def message_starts(self) -> int:
-        return sum(
-            1
-            for e in self.events
-            if isinstance(e, ModelStreamEvent) and isinstance(e.event, MessageStart)
-        )
 
 
 # --- the tool loop ----------------------------------------------------------------------------

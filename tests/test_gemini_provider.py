@@ -17,9 +17,9 @@ import pytest
 
 import dive.testing.anthropic as anth
 import dive.testing.openai as oai
-from dive.agent import NOT_RUN_TEXT, Agent, AgentEvent, MessageEvent, ModelStreamEvent, RunResult
+from dive.agent import NOT_RUN_TEXT, Agent, MessageEvent, RunResult
 from dive.errors import InvalidRequestError, StreamInterruptedError
-from dive.llm import ContentBlockDelta, MessageStart, ModelSettings, TextDelta, Usage
+from dive.llm import ModelSettings, Usage
 from dive.messages import (
     Message,
     TextBlock,
@@ -47,6 +47,7 @@ from dive.testing.gemini import (
     text_part,
     thought_part,
 )
+from tests._events import Events
 
 Json = dict[str, Any]
 
@@ -106,34 +107,6 @@ class Calls:
             return value
 
         return [add, echo]
-
-
-class Events:
-    """An ``on_event`` handler keeping every event."""
-
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    async def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    def streamed_text(self) -> str:
-        out: list[str] = []
-        for e in self.events:
-            if (
-                isinstance(e, ModelStreamEvent)
-                and isinstance(e.event, ContentBlockDelta)
-                and isinstance(e.event.delta, TextDelta)
-            ):
-                out.append(e.event.delta.text)
-        return "".join(out)
-
-    def message_starts(self) -> int:
-        return sum(
-            1
-            for e in self.events
-            if isinstance(e, ModelStreamEvent) and isinstance(e.event, MessageStart)
-        )
 
 
 def message_usages(result: RunResult[Any]) -> list[Usage]:

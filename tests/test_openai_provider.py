@@ -26,9 +26,7 @@ import dive.testing.anthropic as anth
 from dive.agent import (
     NOT_RUN_TEXT,
     Agent,
-    AgentEvent,
     MessageEvent,
-    ModelStreamEvent,
     RunResult,
 )
 from dive.errors import (
@@ -40,7 +38,7 @@ from dive.errors import (
     RateLimitedError,
     StreamInterruptedError,
 )
-from dive.llm import ContentBlockDelta, MessageStart, ModelSettings, TextDelta, Usage
+from dive.llm import ModelSettings, Usage
 from dive.messages import (
     JSONValue,
     Message,
@@ -72,6 +70,7 @@ from dive.testing.openai import (
     tool_call,
     tool_calls,
 )
+from tests._events import Events
 
 Api = Literal["chat", "responses"]
 Json = dict[str, Any]
@@ -181,34 +180,6 @@ def calls_of(messages: Sequence[Message]) -> list[ToolCall]:
 
 def ends_with_outcome_note(messages: Sequence[Message]) -> bool:
     return messages[-1].role == "user" and "turn-incomplete" in messages[-1].text
-
-
-class Events:
-    """An ``on_event`` handler keeping every event."""
-
-    def __init__(self) -> None:
-        self.events: list[AgentEvent] = []
-
-    async def __call__(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
-    def streamed_text(self) -> str:
-        out: list[str] = []
-        for e in self.events:
-            if (
-                isinstance(e, ModelStreamEvent)
-                and isinstance(e.event, ContentBlockDelta)
-                and isinstance(e.event.delta, TextDelta)
-            ):
-                out.append(e.event.delta.text)
-        return "".join(out)
-
-    def message_starts(self) -> int:
-        return sum(
-            1
-            for e in self.events
-            if isinstance(e, ModelStreamEvent) and isinstance(e.event, MessageStart)
-        )
 
 
 def api_cost(model: str, *, input_total: int, cached: int, output: int) -> float:

@@ -19,11 +19,11 @@ neither does a cache pre-warm (``max_tokens: 0``), unless a fault is at the head
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from dive.testing._script_queue import ScriptQueue
 
 __all__ = [
     "Reply",
@@ -204,34 +204,8 @@ def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None =
     return SimReply(content=[tool_use_block(name, input, id=id)], stop_reason="tool_use")
 
 
-class Script:
+class Script(ScriptQueue[ScriptItem, SimFault]):
     """A thread-safe queue of script items."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: deque[ScriptItem] = deque()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-    def add(self, items: Iterable[ScriptItem]) -> None:
-        with self._lock:
-            self._items.extend(items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def pop(self) -> ScriptItem | None:
-        with self._lock:
-            return self._items.popleft() if self._items else None
-
-    def pop_fault(self) -> SimFault | None:
-        """The head item when it is a :class:`SimFault` (consumed), else None."""
-        with self._lock:
-            if self._items and isinstance(self._items[0], SimFault):
-                head = self._items.popleft()
-                assert isinstance(head, SimFault)
-                return head
-            return None
+        super().__init__(SimFault)

@@ -24,11 +24,11 @@ string is served as is (and remembered), None means "never signed".
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from dive.testing._script_queue import ScriptQueue
 
 __all__ = [
     "FINISH_REASONS",
@@ -284,34 +284,8 @@ def blocked(
     return SimBlocked(block_reason=block_reason, message=message, usage=usage)
 
 
-class Script:
+class Script(ScriptQueue[ScriptItem, SimFault]):
     """A thread-safe queue of script items."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: deque[ScriptItem] = deque()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
-
-    def add(self, items: Iterable[ScriptItem]) -> None:
-        with self._lock:
-            self._items.extend(items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def pop(self) -> ScriptItem | None:
-        with self._lock:
-            return self._items.popleft() if self._items else None
-
-    def pop_fault(self) -> SimFault | None:
-        """The head item when it is a :class:`SimFault` (consumed), else None."""
-        with self._lock:
-            if self._items and isinstance(self._items[0], SimFault):
-                head = self._items.popleft()
-                assert isinstance(head, SimFault)
-                return head
-            return None
+        super().__init__(SimFault)
