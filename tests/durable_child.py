@@ -21,11 +21,11 @@ from typing import Any
 
 from dive.agent import Agent, Durability
 from dive.agent._begin import load_snapshot
-from dive.agent._records import Turn
 from dive.errors import SessionClaimedError
 from dive.sessions import SessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import ToolContext, tool
+from dive.turns import Turn
 
 
 class Announcing:
@@ -100,7 +100,7 @@ async def main(argv: list[str]) -> None:
             tools=[effect_tool(effects)],
             session=store.session(session_id),
         )
-        snap = await load_snapshot(agent, store.session(session_id))
+        snap = await load_snapshot(agent._config(), store.session(session_id))
         if snap.open_turn is not None and snap.open_turn.outcome is not None:
             outcome = snap.open_turn.outcome
             print(f"RECOVERED {outcome.reason} {outcome.next}", flush=True)

@@ -11,7 +11,6 @@ import pytest
 from pydantic import BaseModel
 
 from dive.agent import (
-    NOT_RUN_TEXT,
     Agent,
     AgentEvent,
     Limits,
@@ -38,6 +37,7 @@ from dive.tracing import (
     ToolCallInfo,
     ToolSpan,
 )
+from dive.turns import NOT_RUN_TEXT
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -18,13 +18,7 @@ from typing import Any, cast
 
 import pytest
 
-from dive.agent import (
-    NOT_RUN_TEXT,
-    Agent,
-    Limits,
-    MessageEvent,
-    RunResult,
-)
+from dive.agent import Agent, Limits, MessageEvent, RunResult
 from dive.agent._loop import FINAL_ANSWER_TEXT
 from dive.errors import (
     AuthenticationError,
@@ -75,6 +69,7 @@ from dive.testing.anthropic import (
     tool_use,
     tool_use_block,
 )
+from dive.turns import NOT_RUN_TEXT
 from tests._events import Events
 
 MODEL = "claude-sonnet-4-6"  # not deprecated in the installed SDK; cache minimum 2048 tokens

@@ -119,7 +119,7 @@ def test_encoder_backstop_answers_unanswered_calls_in_the_request_only() -> None
     assert last["role"] == "user"
     assert last["content"][0]["tool_use_id"] == "t9"
     assert last["content"][0]["is_error"] is True
-    assert "Unknown result" in last["content"][0]["content"]
+    assert "Unknown result" in last["content"][0]["content"][0]["text"]
     assert len(history) == 2  # the history itself is untouched
 
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from dive.agent import UNKNOWN_TEXT, Agent, Durability
-from dive.agent._records import Turn
+from dive.agent import Agent, Durability
 from dive.errors import (
     ReentrantSessionError,
     SessionClaimedError,
@@ -26,6 +25,7 @@ from dive.messages import validate_complete_turns
 from dive.sessions import MemorySessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import ToolContext, tool
+from dive.turns import UNKNOWN_TEXT, Turn
 from tests.conftest import fresh_pg_store, postgres_dsn
 
 ROOT = Path(__file__).resolve().parent.parent

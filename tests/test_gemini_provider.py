@@ -17,7 +17,7 @@ import pytest
 
 import dive.testing.anthropic as anth
 import dive.testing.openai as oai
-from dive.agent import NOT_RUN_TEXT, Agent, MessageEvent, RunResult
+from dive.agent import Agent, MessageEvent, RunResult
 from dive.errors import InvalidRequestError, StreamInterruptedError
 from dive.llm import ModelSettings, Usage
 from dive.messages import (
@@ -47,6 +47,7 @@ from dive.testing.gemini import (
     text_part,
     thought_part,
 )
+from dive.turns import NOT_RUN_TEXT
 from tests._events import Events
 
 Json = dict[str, Any]

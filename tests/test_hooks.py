@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from dive.agent import (
-    NOT_RUN_TEXT,
     Agent,
     AgentEvent,
     Extension,
@@ -35,6 +34,7 @@ from dive.llm import ModelResponse, ModelSettings, ToolChoice
 from dive.messages import Message, TextBlock, ToolResult, validate_complete_turns
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import Tool, ToolReturn, tool
+from dive.turns import NOT_RUN_TEXT
 
 # --- helpers ----------------------------------------------------------------------------------
 
@@ -940,7 +940,10 @@ async def test_on_incomplete_turn_sees_closed_turn() -> None:
     seen: list[tuple[Any, list[Message]]] = []
 
     def on_inc(ctx: HookContext) -> None:
-        seen.append((ctx.turn, list(ctx.output_messages)))
+        assert ctx.turn is not None
+        assert ctx.turn.outcome is ctx.outcome
+        assert ctx.turn.status == "incomplete"
+        seen.append((ctx.outcome, list(ctx.output_messages)))
 
     model = add_script(Step(raise_before=RuntimeError("boom")))
     agent = Agent(model=model, tools=make_tools(Ledger()), hooks=Hooks(on_incomplete_turn=[on_inc]))
@@ -957,8 +960,8 @@ async def test_on_incomplete_turn_sees_closed_turn() -> None:
 
 async def test_on_incomplete_turn_rewrites_outcome_and_messages() -> None:
     def on_inc(ctx: HookContext) -> None:
-        assert isinstance(ctx.turn, TurnOutcome)
-        ctx.turn = replace(ctx.turn, next="input")
+        assert ctx.outcome is not None
+        ctx.outcome = replace(ctx.outcome, next="input")
         ctx.output_messages = [*ctx.output_messages, Message.user("audit trail")]
 
     model = ScriptedModel([Step(raise_before=RuntimeError("boom"))])

@@ -23,12 +23,7 @@ from genai_prices import calc_price
 
 import dive
 import dive.testing.anthropic as anth
-from dive.agent import (
-    NOT_RUN_TEXT,
-    Agent,
-    MessageEvent,
-    RunResult,
-)
+from dive.agent import Agent, MessageEvent, RunResult
 from dive.errors import (
     AuthenticationError,
     InvalidRequestError,
@@ -70,6 +65,7 @@ from dive.testing.openai import (
     tool_call,
     tool_calls,
 )
+from dive.turns import NOT_RUN_TEXT
 from tests._events import Events
 
 Api = Literal["chat", "responses"]
@@ -1478,3 +1474,33 @@ async def test_structured_output_via_json_schema_on_both_apis(sim: OpenAISimulat
         "strict": True,
     }
     assert sim.chat_requests[0].body["response_format"]["json_schema"]["schema"] == schema
+
+
+def test_replayed_function_calls_carry_rekeyed_call_ids() -> None:
+    from dive.llm import ModelRequest
+    from dive.providers.openai._responses import responses_request
+
+    item: dict[str, JSONValue] = {
+        "type": "function_call",
+        "call_id": "dup",
+        "name": "f",
+        "arguments": "{}",
+    }
+    assistant = Message(
+        role="assistant",
+        content=(ToolCall(id="dup", name="f"), ToolCall(id="dup_2", name="f")),
+        provider_state=ProviderState(
+            provider="openai", api="responses", data=[item, {**item, "arguments": "{}"}]
+        ),
+    )
+    history = (
+        Message.user("go"),
+        assistant,
+        Message.tool(ToolResult(tool_call_id="dup", content=(TextBlock(text="1"),))),
+        Message.tool(ToolResult(tool_call_id="dup_2", content=(TextBlock(text="2"),))),
+    )
+    body = responses_request(ModelRequest(messages=history), "gpt-5")
+    calls = [i["call_id"] for i in body["input"] if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in body["input"] if i.get("type") == "function_call_output"]
+    assert calls == ["dup", "dup_2"]
+    assert outputs == ["dup", "dup_2"]

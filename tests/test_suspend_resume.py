@@ -17,9 +17,6 @@ import pytest
 from pydantic import BaseModel
 
 from dive.agent import (
-    DENIED_TEXT,
-    NOT_RUN_TEXT,
-    UNKNOWN_TEXT,
     Agent,
     AgentEvent,
     ApprovalDecision,
@@ -36,6 +33,7 @@ from dive.agent import (
     ask,
     deny,
 )
+from dive.agent._approval import DENIED_TEXT
 from dive.errors import (
     ConflictingToolResultError,
     HookAbort,
@@ -53,6 +51,7 @@ from dive.messages import Message, TextBlock, ToolCall, ToolResult, validate_com
 from dive.sessions import MemorySessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
 from dive.tools import Background, Suspend, Tool, ToolReturn, tool
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
 from tests.conftest import fresh_pg_store, postgres_dsn
 from tests.suspend_child import METADATA as CHILD_METADATA
 
@@ -780,7 +779,8 @@ async def test_cancel_suspended_turn_closes_without_a_model_call(read_only: bool
     incomplete_hooks: list[str] = []
 
     def on_incomplete(ctx: HookContext) -> None:
-        incomplete_hooks.append(ctx.turn.reason)
+        assert ctx.outcome is not None
+        incomplete_hooks.append(ctx.outcome.reason)
 
     agent, model = make_agent(
         kit,

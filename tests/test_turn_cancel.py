@@ -13,8 +13,6 @@ from typing import Any
 import pytest
 
 from dive.agent import (
-    NOT_RUN_TEXT,
-    UNKNOWN_TEXT,
     Agent,
     BackgroundTaskHandle,
     CancelToken,
@@ -30,6 +28,7 @@ from dive.messages import validate_complete_turns
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import ToolContext, tool
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
 from tests.test_turn_contract import (
     Collector,
     Counter,

@@ -15,8 +15,6 @@ from typing import Any
 import pytest
 
 from dive.agent import (
-    NOT_RUN_TEXT,
-    UNKNOWN_TEXT,
     Agent,
     AgentEvent,
     CancelToken,
@@ -59,6 +57,7 @@ from dive.messages import (
 from dive.sessions import MemorySessionStore, Session
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import FunctionTool, tool
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -8,7 +8,13 @@ stop reason, provider faults, cut streams), tool behaviours (ok, raise, slow) an
 - exactly one ``turn_ended``, delivered last; every ``tool_call`` has exactly one
   ``tool_call_result``;
 - a call whose tool started is never answered "Not run"; soft cancel never yields "unknown";
-- the session can be continued to a completed turn without re-running any tool.
+- the session can be continued to a completed turn without re-running any tool;
+- a suspended turn resumed (possibly several times) never makes more model calls than its
+  limit allows, counted across the suspensions;
+- responses may repeat call ids (inside a response or across the turn): history stays valid;
+- with step checkpoints, a crash right after any checkpoint is recovered with a record for
+  every call of every recorded response, and no call the record saw start is "Not run";
+- a fork of the open turn is valid, and never reports a started call "Not run".
 """
 
 from __future__ import annotations
@@ -21,20 +27,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dive.agent import (
-    NOT_RUN_TEXT,
     Agent,
     AgentEvent,
     CancelToken,
+    Durability,
     Limits,
+    RunResult,
     ToolCallEvent,
     ToolCallResultEvent,
     TurnEndedEvent,
 )
 from dive.llm import ModelResponse
-from dive.messages import TextBlock, ToolCall, validate_complete_turns
+from dive.messages import Message, TextBlock, ToolCall, validate_complete_turns
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, ScriptItem, Step, text
-from dive.tools import ToolContext, tool
+from dive.tools import Suspend, ToolContext, tool
+from dive.turns import NOT_RUN_TEXT, Turn, recover_running_turn
 
 STOP_REASONS = [
     "tool_use",
@@ -60,10 +68,11 @@ def calls(draw: st.DrawFn, prefix: str) -> list[ToolCall]:
     n = draw(st.integers(1, 3))
     out: list[ToolCall] = []
     for i in range(n):
-        mode = draw(st.sampled_from(["ok", "ok", "raise", "slow"]))
+        mode = draw(st.sampled_from(["ok", "ok", "raise", "slow", "suspend"]))
+        repeat = draw(st.sampled_from(["", "", "", "dup"]))  # a repeated id, in or across responses
         out.append(
             ToolCall(
-                id=f"{prefix}_{i}",
+                id=repeat or f"{prefix}_{i}",
                 name="work",
                 arguments={"mode": mode, "ms": draw(st.integers(0, 4))},
             )
@@ -94,14 +103,39 @@ def script_item(draw: st.DrawFn, index: int) -> ScriptItem:
     return Step(response=response, delay=delay)
 
 
+@dataclass(frozen=True)
+class Case:
+    items: list[ScriptItem]
+    interruption: str
+    when: float
+    parallel: bool
+    durable: bool
+    crash_at: int
+
+
 @st.composite
-def scenarios(draw: st.DrawFn) -> tuple[list[ScriptItem], str, float, bool]:
+def scenarios(draw: st.DrawFn) -> Case:
     n = draw(st.integers(1, 5))
-    items = [draw(script_item(i)) for i in range(n)]
-    interruption = draw(st.sampled_from(["none", "none", "cancel", "soft", "deadline"]))
-    when = draw(st.sampled_from([0.0, 0.001, 0.003, 0.006, 0.012]))
-    parallel = draw(st.booleans())
-    return items, interruption, when, parallel
+    return Case(
+        items=[draw(script_item(i)) for i in range(n)],
+        interruption=draw(st.sampled_from(["none", "none", "cancel", "soft", "deadline"])),
+        when=draw(st.sampled_from([0.0, 0.001, 0.003, 0.006, 0.012])),
+        parallel=draw(st.booleans()),
+        durable=draw(st.booleans()),
+        crash_at=draw(st.integers(0, 40)),
+    )
+
+
+class CopyingStore(MemorySessionStore):
+    """Keeps every record written: what a crash right after that write would leave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[Turn] = []
+
+    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
+        self.written.append(turn)
+        return await super().checkpoint(id, turn, expected_revision=expected_revision)
 
 
 def make_agent(
@@ -116,6 +150,8 @@ def make_agent(
             await asyncio.sleep(ms / 1000 + 0.002)
         if mode == "raise":
             raise RuntimeError("tool failed")
+        if mode == "suspend":
+            return Suspend(prompt="need input")  # type: ignore[return-value]
         world.finished.add(ctx.tool_call_id)
         return f"done {ctx.tool_call_id}"
 
@@ -136,11 +172,62 @@ def check_events(events: list[AgentEvent]) -> None:
     assert calls_seen == results, (calls_seen, results)
 
 
-async def scenario(items: list[ScriptItem], interruption: str, when: float, parallel: bool) -> None:
+def check_started_never_not_run(messages: tuple[Message, ...], started: set[str]) -> None:
+    for m in messages:
+        r = m.tool_result
+        if r is not None and r.tool_call_id in started:
+            assert r.text != NOT_RUN_TEXT, f"started call {r.tool_call_id} reported Not run"
+
+
+async def check_crash(written: list[Turn], crash_at: int) -> None:
+    """Recover from a crash right after one of the running checkpoints."""
+    running = [t for t in written if t.status == "running"]
+    if not running:
+        return
+    snapshot = running[crash_at % len(running)]
+    crashed = MemorySessionStore()
+    await crashed.checkpoint("c", snapshot, expected_revision=0)
+    agent = make_agent(World(), ScriptedModel([text("recovered")]), crashed)
+    recovered = await agent.run(continue_turn=True, session=crashed.session("c"))
+    assert recovered.status == "completed"
+    closed = recover_running_turn(snapshot)
+    assert closed.status == "incomplete"
+    recorded = {r.id for r in closed.tool_calls}
+    for m in closed.messages:
+        for c in m.tool_calls:
+            assert c.id in recorded, f"call {c.id} of a recorded response has no record"
+    seen_start = {r.id for r in snapshot.tool_calls if r.state != "not_started"}
+    check_started_never_not_run(closed.messages, seen_start)
+    validate_complete_turns(closed.messages)
+    validate_complete_turns(recovered.turn.messages)
+
+
+async def resume_until_done(
+    agent: Agent, result: RunResult[str], model: ScriptedModel
+) -> RunResult[str]:
+    for _ in range(4):
+        if result.status != "suspended":
+            break
+        assert result.turn.suspension is not None
+        answers = {p.id: "answer" for p in result.turn.suspension.pending_tool_calls}
+        result = await agent.run(tool_results=answers)
+        assert result.turn.model_calls <= 4, "the model-call limit counts across suspensions"
+        assert len(model.requests) <= 4
+    return result
+
+
+async def scenario(case: Case) -> None:
+    items, interruption, when = case.items, case.interruption, case.when
     world = World()
-    store = MemorySessionStore()
+    store = CopyingStore()
     model = ScriptedModel(items)
-    agent = make_agent(world, model, store, parallel_tool_execution=parallel)
+    agent = make_agent(
+        world,
+        model,
+        store,
+        parallel_tool_execution=case.parallel,
+        durability=Durability(checkpoint_steps=case.durable),
+    )
     if interruption == "deadline":
         agent.limits = Limits(max_model_calls_per_turn=4, response_timeout=max(when, 0.0005))
     token = CancelToken()
@@ -152,19 +239,27 @@ async def scenario(items: list[ScriptItem], interruption: str, when: float, para
     events: list[AgentEvent] = []
     result = await agent.run("start", cancel=token, on_event=events.append)
     check_events(events)
-    validate_complete_turns(result.turn.messages)
-    saved = await store.session("prop").messages()
-    validate_complete_turns(saved)
-    for m in result.turn.messages:
-        r = m.tool_result
-        if r is not None and r.tool_call_id in world.started:
-            assert r.text != NOT_RUN_TEXT, "a started call was reported Not run"
+    if result.status != "suspended":  # a suspended turn waits for its pending results
+        validate_complete_turns(result.turn.messages)
+        validate_complete_turns(await store.session("prop").messages())
+    check_started_never_not_run(result.turn.messages, world.started)
     if interruption == "soft":
         assert all(c.state != "unknown" for c in result.turn.tool_calls), "soft cancel → unknown"
     if result.status == "incomplete":
         assert result.outcome is not None
         assert result.turn.messages[-1].metadata.get("dive.reminder") == "turn-incomplete"
 
+    await store.fork("prop", "fork", include_open_turn=True)
+    forked = await store.session("fork").messages()
+    validate_complete_turns(forked)
+    check_started_never_not_run(tuple(forked), world.started)
+    if case.durable:
+        await check_crash(list(store.written), case.crash_at)
+
+    result = await resume_until_done(agent, result, model)
+    if result.status == "suspended":
+        await agent.cancel_suspended_turn()
+    validate_complete_turns(await store.session("prop").messages())
     # Continue to a completed turn; no tool runs again.
     runs_before = world.runs
     agent.model = ScriptedModel([text("all done")])
@@ -178,8 +273,5 @@ async def scenario(items: list[ScriptItem], interruption: str, when: float, para
 
 
 @given(scenarios())
-def test_turn_contract_holds_for_random_scripts(
-    case: tuple[list[ScriptItem], str, float, bool],
-) -> None:
-    items, interruption, when, parallel = case
-    asyncio.run(scenario(items, interruption, when, parallel))
+def test_turn_contract_holds_for_random_scripts(case: Case) -> None:
+    asyncio.run(scenario(case))

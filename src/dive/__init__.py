@@ -25,7 +25,6 @@ from dive.agent import (
     Turn,
     TurnOutcome,
     await_background_tasks,
-    session_lock,
 )
 from dive.errors import DiveError, HookAbort, ToolFatalError
 from dive.llm import Model, ModelRequest, ModelResponse, ModelSettings, ToolChoice, Usage
@@ -99,6 +98,9 @@ __all__ = [
     "llm",
     "messages",
     "model",
-    "session_lock",
     "tool",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -15,7 +15,8 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   │   └── ToolCallNotPendingError
     │   │       └── ConflictingToolResultError
     │   ├── InputOnSuspendedSessionError / ResumeRequiredError / UnreconciledToolCallsError
-    │   └── ReentrantSessionError
+    │   ├── ReentrantSessionError
+    │   └── HookPolicyError            a hook changed what its hook point does not allow
     ├── MessageValidationError         a message or history that is malformed (also a ValueError)
     │   ├── IncompleteToolTurnError    a tool exchange that a provider would reject
     │   └── ProviderStateError         provider replay data of the wrong shape
@@ -55,6 +56,7 @@ __all__ = [
     "DiveError",
     "EventHandlerError",
     "HookAbort",
+    "HookPolicyError",
     "IncompleteToolTurnError",
     "InputOnSuspendedSessionError",
     "InvalidRequestError",
@@ -180,6 +182,14 @@ class UnreconciledToolCallsError(UserError):
 
 class ReentrantSessionError(UserError):
     """A run on a session was started from inside a run on the same session."""
+
+
+class HookPolicyError(UserError):
+    """A hook changed a field its hook point does not allow, or returned an invalid value.
+
+    It is handled like any other exception of that hook (see the hook table in
+    ``dive.agent``): it ends the turn, denies the call, or is logged.
+    """
 
 
 # --- messages ------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from dive.agent._agent import DEFAULT, Agent, UserInput
 from dive.agent._approval import (
-    DENIED_TEXT,
     ApprovalDecision,
     ApprovalPolicy,
     ToolApproval,
@@ -12,14 +11,6 @@ from dive.agent._approval import (
     deny,
 )
 from dive.agent._background import BackgroundResult, BackgroundTaskHandle, await_background_tasks
-from dive.agent._cancel import CancelToken
-from dive.agent._close import (
-    NOT_RUN_TEXT,
-    UNKNOWN_TEXT,
-    close_turn,
-    find_latest_turn_outcome,
-    find_turn_outcome,
-)
 from dive.agent._events import (
     AgentEvent,
     MessageEvent,
@@ -33,36 +24,38 @@ from dive.agent._events import (
 from dive.agent._extension import Extension
 from dive.agent._hooks import (
     HOOK_POINTS,
+    HOOK_POLICIES,
     Hook,
     HookContext,
+    HookPolicy,
     Hooks,
     SessionStartResult,
     StopDecision,
 )
-from dive.agent._locks import session_lock
 from dive.agent._options import Durability, IncompleteTurns, Limits
-from dive.agent._records import (
+from dive.agent._result import RunResult
+from dive.agent._stream import AgentStream
+from dive.turns import (
     CallState,
+    CancelToken,
     PendingToolCall,
+    Reminder,
     SuspensionState,
     ToolCallRecord,
     Turn,
     TurnOrigin,
     TurnOutcome,
-)
-from dive.agent._recover import recover_running_turn
-from dive.agent._reminders import (
-    Reminder,
+    TurnView,
+    close_turn,
     find_latest_reminder,
+    find_latest_turn_outcome,
     find_reminder,
+    find_turn_outcome,
     remove_reminder,
     strip_reminders,
 )
-from dive.agent._result import RunResult
-from dive.agent._stream import AgentStream
 
 __all__ = [
-    "DENIED_TEXT",
     "ApprovalDecision",
     "ApprovalPolicy",
     "ToolApproval",
@@ -74,11 +67,9 @@ __all__ = [
     "BackgroundResult",
     "BackgroundTaskHandle",
     "await_background_tasks",
-    "recover_running_turn",
-    "session_lock",
     "HOOK_POINTS",
-    "NOT_RUN_TEXT",
-    "UNKNOWN_TEXT",
+    "HOOK_POLICIES",
+    "HookPolicy",
     "Agent",
     "AgentEvent",
     "AgentStream",
@@ -108,6 +99,7 @@ __all__ = [
     "TurnEndedEvent",
     "TurnOrigin",
     "TurnOutcome",
+    "TurnView",
     "UserInput",
     "close_turn",
     "find_latest_reminder",
@@ -117,3 +109,7 @@ __all__ = [
     "remove_reminder",
     "strip_reminders",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

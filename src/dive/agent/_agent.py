@@ -13,35 +13,34 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
 from dive.agent._approval import ApprovalPolicy, default_policy
 from dive.agent._background import BackgroundResult
-from dive.agent._begin import check_arguments, load_snapshot, plan_resume_turn, plan_turn
-from dive.agent._cancel import CancelToken
-from dive.agent._durable import ClaimKeeper, process_owner
+from dive.agent._begin import RunOptions, check_arguments, load_snapshot, prepare_run
+from dive.agent._cancel_suspended import cancel_suspended
+from dive.agent._claims import ClaimKeeper, process_owner
+from dive.agent._execute import execute
 from dive.agent._extension import Extension
-from dive.agent._hooks import Hooks, SessionStartResult, call_hook
-from dive.agent._locks import session_lock
+from dive.agent._hooks import Hooks
 from dive.agent._options import Durability, IncompleteTurns, Limits
-from dive.agent._records import SuspensionState
-from dive.agent._reminders import Reminder, reminder_message
 from dive.agent._result import RunResult
-from dive.agent._resume import ResumeInfo
-from dive.agent._run import EventHandler, TurnRun
+from dive.agent._setup import AgentConfig, TurnSetup
+from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
 from dive.agent._structured import OutputTool
-from dive.agent._tools import declared_members, index_tools
+from dive.agent._tools import index_tools
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings
 from dive.messages import Message, ToolDefinition
 from dive.messages._blocks import BLOCK_CLASSES
-from dive.sessions._protocol import Session, SessionSnapshot
+from dive.sessions import Session, SessionSnapshot, session_lock
 from dive.tools import FunctionTool, Tool, Toolset
 from dive.tracing import NopTracer, Tracer
+from dive.turns import CancelToken, Reminder, SuspensionState
 
 __all__ = ["DEFAULT", "Agent", "UserInput"]
 
@@ -56,24 +55,6 @@ class _Default:
 
 
 DEFAULT = _Default()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _RunOptions:
-    new: list[Message]
-    history: Sequence[Message] | None
-    continue_turn: bool
-    background_results: tuple[BackgroundResult, ...]
-    reminders: tuple[Reminder, ...]
-    on_event: EventHandler | None
-    cancel: CancelToken | None
-    values: dict[str, Any]
-    prompt_cache_key: str | None
-    model_settings: ModelSettings | None
-    turn_id: str | None
-    expected_revision: int | None
-    tool_results: Mapping[str, Any] | None = None
-    suspension: SuspensionState | None = None
 
 
 OutputT = TypeVar("OutputT", default=str)
@@ -184,8 +165,7 @@ class Agent(Generic[OutputT]):
             all_tools.append(self.output_tool)
         self.hooks = merged_hooks
         self.tools: tuple[Tool, ...] = tuple(all_tools)
-        self.static_tools, self.static_definitions = index_tools(self.tools)
-        self.declared_members = declared_members(self.static_tools)
+        self._static = index_tools(self.tools)
         self._rules = rules
         self.prime_reminders = prime_reminders
         self.instructions = instructions
@@ -194,7 +174,31 @@ class Agent(Generic[OutputT]):
     @property
     def tool_definitions(self) -> tuple[ToolDefinition, ...]:
         """The static tool definitions sent to the model."""
-        return self.static_definitions
+        return self._static.definitions
+
+    def _config(self) -> AgentConfig:
+        """A snapshot of the configuration for one invocation."""
+        tracer = self.tracer
+        return AgentConfig(
+            name=self.name,
+            id=self.id,
+            hooks=self.hooks,
+            limits=self.limits,
+            incomplete_turns=self.incomplete_turns,
+            durability=self.durability,
+            tracer=tracer,
+            traced=not isinstance(tracer, NopTracer),
+            log=self.log,
+            approval_policy=self.approval_policy,
+            default_approval=self.approval_policy is default_policy,
+            granted_permissions=self.granted_permissions,
+            parallel_tool_execution=self.parallel_tool_execution,
+            max_tool_concurrency=self.max_tool_concurrency,
+            output_tool=self.output_tool,
+            output_retries=self.output_retries,
+            static=self._static,
+            toolsets=self.toolsets,
+        )
 
     def system_prompt(self) -> str:
         """Instructions, extension rules and the reminder-priming rule."""
@@ -249,7 +253,7 @@ class Agent(Generic[OutputT]):
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidRunError("reminders must be Reminder objects")
         new = _input_messages(input) if input is not None else []
-        options = _RunOptions(
+        options = RunOptions(
             new=new,
             history=history,
             continue_turn=continue_turn,
@@ -265,12 +269,13 @@ class Agent(Generic[OutputT]):
             tool_results=tool_results,
             suspension=suspension,
         )
+        config = self._config()
         if chosen is None:
-            return await self._start(options, None, None)
+            return await self._start(config, options, None, None)
         async with session_lock(chosen.id):
             if not self.durability.claim:
-                snap = await load_snapshot(self, chosen)
-                return await self._start(options, chosen, snap)
+                snap = await load_snapshot(config, chosen)
+                return await self._start(config, options, chosen, snap)
             token = CancelToken(parent=cancel)
             keeper = ClaimKeeper(
                 chosen,
@@ -279,84 +284,33 @@ class Agent(Generic[OutputT]):
                 token,
             )
             async with keeper:
-                snap = await load_snapshot(self, chosen)
+                snap = await load_snapshot(config, chosen)
                 options = replace(options, cancel=token)
-                return await self._start(options, chosen, snap, keeper)
+                return await self._start(config, options, chosen, snap, keeper)
 
     async def _start(
         self,
-        o: _RunOptions,
+        config: AgentConfig,
+        o: RunOptions,
         session: Session | None,
         snap: SessionSnapshot | None,
         keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
-        resume: ResumeInfo | None = None
-        state: SuspensionState | None = None
-        if o.tool_results is not None:
-            plan, resume, state = plan_resume_turn(
-                self,
-                snap=snap,
-                history=o.history,
-                suspension=o.suspension,
-                tool_results=o.tool_results,
-                turn_id=o.turn_id,
-                expected_revision=o.expected_revision,
-            )
-        else:
-            plan = plan_turn(
-                self,
-                snap=snap,
-                history=o.history,
-                new_input=o.new,
-                continue_turn=o.continue_turn,
-                background_results=o.background_results,
-                turn_id=o.turn_id,
-                expected_revision=o.expected_revision,
-            )
-        prior = plan.folded.usage if plan.folded is not None else None
-        if state is not None:
-            prior = state.usage
-        run = TurnRun(
-            self,
+        setup = TurnSetup(
+            agent=self,
+            config=config,
             model=self.model,
-            system_prompt=self.system_prompt(),
             settings=self.model_settings.merge(o.model_settings),
-            turn_id=plan.turn_id,
-            origin=plan.origin,
-            history=plan.history,
-            on_event=o.on_event,
+            session=session,
+            durable=session is not None and self.durability.checkpoint_steps,
             cancel=o.cancel,
             values=o.values,
-            session_id=session.id if session is not None else None,
-            prior_usage=prior,
+            prompt_cache_key=o.prompt_cache_key or self._cache_key(session),
+            claim=keeper,
+            background=o.background_results,
         )
-        run.session = session
-        run.durable = session is not None and self.durability.checkpoint_steps
-        if keeper is not None:
-            run.claim_keeper = keeper
-        run.loaded_revision = snap.revision if snap is not None else 0
-        run.prompt_cache_key = o.prompt_cache_key or self._cache_key(session)
-        if plan.folded is not None:
-            run.adopt(plan.folded)
-        if state is not None:
-            from dive.agent._cancel_suspended import turn_from_state
-
-            run.stored_turn = plan.folded or turn_from_state(state)
-            run.model_calls = state.model_calls
-            run.executed_tool_calls = state.executed_tool_calls
-            run.resume = resume
-        fresh = not plan.history and not o.continue_turn and plan.folded is None and state is None
-        if self.hooks.session_start and fresh:
-            await self._session_start(run)
-        for m in plan.record:
-            run.add(m)
-        for m in plan.model_only:
-            run.add_model_only(m)
-        for r in o.reminders:
-            run.add_model_only(reminder_message(r))
-        from dive.agent._execute import execute
-
-        return cast("RunResult[OutputT]", await execute(run, o.background_results))
+        run = await prepare_run(setup, o, snap, self.system_prompt())
+        return cast("RunResult[OutputT]", await execute(run))
 
     async def cancel_suspended_turn(
         self,
@@ -371,13 +325,16 @@ class Agent(Generic[OutputT]):
         Calls whose tool suspended become ``unknown``; calls held at the approval gate
         ``not_started``. The closed turn replaces the suspended one.
         """
-        from dive.agent._cancel_suspended import cancel_suspended
-
         chosen = self.session if isinstance(session, _Default) else session
         if chosen is not None and (history is not None or suspension is not None):
             raise InvalidRunError("history= and suspension= are only for stateless cancels")
         result = await cancel_suspended(
-            self, session=chosen, history=history, suspension=suspension, on_event=on_event
+            self,
+            self._config(),
+            session=chosen,
+            history=history,
+            suspension=suspension,
+            on_event=on_event,
         )
         return cast("RunResult[OutputT]", result)
 
@@ -387,21 +344,6 @@ class Agent(Generic[OutputT]):
             digest = hashlib.sha256(session.id.encode()).hexdigest()[:16]
             return f"dive-session-{digest}"
         return self._agent_cache_key
-
-    def is_read_only(self, name: str) -> bool:
-        """True if the agent's static tool ``name`` is read-only."""
-        tool = self.static_tools.get(name)
-        return tool is not None and tool.definition.read_only
-
-    async def _session_start(self, run: TurnRun) -> None:
-        ctx = run.hook_context("session_start")
-        ctx.session_start_source = "new"
-        for hook in self.hooks.session_start:
-            out = await call_hook(hook, ctx)
-            if isinstance(out, SessionStartResult):
-                for m in out.messages:
-                    run.history.append(m)
-                    run.working.append(m)
 
     def run_sync(self, input: UserInput | None = None, **kwargs: Any) -> RunResult[OutputT]:
         """The blocking form of ``run`` (not from inside a running event loop)."""

@@ -8,14 +8,15 @@ raised here leaves the session as it was.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from dive.agent._background import BackgroundResult
-from dive.agent._records import SuspensionState, Turn, TurnOrigin, new_turn_id
-from dive.agent._recover import recover_running_turn
-from dive.agent._reminders import Reminder, is_reminder, reminder_message
-from dive.agent._resume import ResumeInfo, plan_resume, split_turn_messages
+from dive.agent._hooks import HookContext, SessionStartResult, run_hooks
+from dive.agent._resume_plan import ResumePlan, plan_resume
+from dive.agent._run import Run
+from dive.agent._setup import AgentConfig, TurnSetup
+from dive.agent._sink import EventHandler, EventSink
 from dive.errors import (
     ContinueWithInputError,
     InputOnSuspendedSessionError,
@@ -25,18 +26,50 @@ from dive.errors import (
     RevisionConflictError,
     UnreconciledToolCallsError,
 )
+from dive.llm import ModelSettings
 from dive.messages import Message
-from dive.sessions._protocol import Session, SessionSnapshot
+from dive.sessions import Session, SessionSnapshot
+from dive.turns import (
+    CallLedger,
+    CancelToken,
+    Reminder,
+    SuspensionState,
+    Turn,
+    TurnOrigin,
+    TurnState,
+    is_reminder,
+    new_turn_id,
+    recover_running_turn,
+    reminder_message,
+    turn_from_suspension,
+)
 
-if TYPE_CHECKING:
-    from dive.agent._agent import Agent
-
-__all__ = ["CONTINUE_TEXT", "Plan", "check_arguments", "load_snapshot", "plan_turn"]
+__all__ = ["CONTINUE_TEXT", "Plan", "RunOptions", "check_arguments", "load_snapshot", "prepare_run"]
 
 CONTINUE_TEXT = (
     "The user asked to continue from where the previous turn stopped. Pick up the unfinished "
     "work without repeating completed steps."
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """The arguments of one ``run()``, checked and normalised."""
+
+    new: list[Message]
+    history: Sequence[Message] | None
+    continue_turn: bool
+    background_results: tuple[BackgroundResult, ...]
+    reminders: tuple[Reminder, ...]
+    on_event: EventHandler | None
+    cancel: CancelToken | None
+    values: dict[str, Any]
+    prompt_cache_key: str | None
+    model_settings: ModelSettings | None
+    turn_id: str | None
+    expected_revision: int | None
+    tool_results: Mapping[str, Any] | None = None
+    suspension: SuspensionState | None = None
 
 
 @dataclass(slots=True)
@@ -84,47 +117,42 @@ def check_arguments(
         )
 
 
-def plan_resume_turn(
-    agent: Agent[Any],
-    *,
-    snap: SessionSnapshot | None,
-    history: Sequence[Message] | None,
-    suspension: SuspensionState | None,
-    tool_results: Mapping[str, Any],
-    turn_id: str | None,
-    expected_revision: int | None,
-) -> tuple[Plan, ResumeInfo, SuspensionState]:
+@dataclass(frozen=True, slots=True)
+class _Resume:
+    state: SuspensionState
+    stored: Turn
+    base: list[Message]
+    plan: ResumePlan
+
+
+def _plan_resume(o: RunOptions, snap: SessionSnapshot | None) -> _Resume:
     """Validate a resume (session-backed or stateless) before anything changes."""
-    folded: Turn | None = None
+    assert o.tool_results is not None
     if snap is not None:
-        _check_ids(snap, turn_id, expected_revision)
+        _check_ids(snap, o.turn_id, o.expected_revision)
         open_turn = snap.open_turn
         if open_turn is None or open_turn.status != "suspended" or open_turn.suspension is None:
             raise NoSuspendedTurnError(
                 "tool_results were given but the session has no suspended turn"
             )
-        state, folded, base = open_turn.suspension, open_turn, list(snap.history)
+        state, stored, base = open_turn.suspension, open_turn, list(snap.history)
     else:
-        if suspension is None:
+        if o.suspension is None:
             raise NoSuspendedTurnError(
                 "tool_results without a session need suspension= (the saved SuspensionState) "
                 "and history= (the history before the suspended turn)"
             )
-        state, base = suspension, list(history or ())
-    info = plan_resume(state, tool_results)
-    record, _ = split_turn_messages(state.turn_messages)
-    plan = Plan(
-        turn_id=state.turn_id, origin=state.origin, history=base, record=record, folded=folded
-    )
-    return plan, info, state
+        state, base = o.suspension, list(o.history or ())
+        stored = turn_from_suspension(state)
+    return _Resume(state, stored, base, plan_resume(state, o.tool_results))
 
 
-async def load_snapshot(agent: Agent[Any], session: Session) -> SessionSnapshot:
+async def load_snapshot(config: AgentConfig, session: Session) -> SessionSnapshot:
     """Load, closing a turn a dead process left ``running`` (written back, then reloaded)."""
     snap = await session.load()
     turn = snap.open_turn
     if turn is not None and turn.status == "running":
-        closed = recover_running_turn(turn, agent.is_read_only)
+        closed = recover_running_turn(turn, config.static.read_only)
         await session.checkpoint(closed, expected_revision=snap.revision)
         snap = await session.load()
     return snap
@@ -144,7 +172,7 @@ def _check_ids(snap: SessionSnapshot, turn_id: str | None, expected_revision: in
 
 
 def _guards(
-    agent: Agent[Any],
+    config: AgentConfig,
     snap: SessionSnapshot,
     *,
     new_input: bool,
@@ -167,7 +195,7 @@ def _guards(
     latest = snap.latest_outcome
     if (
         new_input
-        and agent.incomplete_turns.require_reconcile
+        and config.incomplete_turns.require_reconcile
         and latest is not None
         and latest.next == "reconcile"
     ):
@@ -204,7 +232,7 @@ def _background_reminder(results: Sequence[BackgroundResult]) -> Message:
 
 
 def plan_turn(
-    agent: Agent[Any],
+    config: AgentConfig,
     *,
     snap: SessionSnapshot | None,
     history: Sequence[Message] | None,
@@ -217,7 +245,7 @@ def plan_turn(
     """Decide the turn's identity and starting messages."""
     if snap is not None:
         _guards(
-            agent,
+            config,
             snap,
             new_input=bool(new_input),
             continue_turn=continue_turn,
@@ -256,3 +284,90 @@ def plan_turn(
         plan.record.append(_background_reminder(background_results))
     plan.record.extend(new_input)
     return plan
+
+
+def _new_state(plan: Plan, config: AgentConfig, system_prompt: str, revision: int) -> TurnState:
+    """The turn state of a new turn, or of an incomplete turn a continuation folds into."""
+    folded = plan.folded
+    if folded is None:
+        return TurnState(
+            turn_id=plan.turn_id,
+            origin=plan.origin,
+            history=plan.history,
+            system_prompt=system_prompt,
+            revision=revision,
+        )
+    return TurnState(
+        turn_id=plan.turn_id,
+        origin=plan.origin,
+        history=plan.history,
+        system_prompt=system_prompt,
+        ledger=CallLedger.restore(
+            folded.tool_calls,
+            executed=folded.executed_tool_calls,
+            definition_of=config.static.definition_of,
+        ),
+        prior_usage=folded.usage,
+        model_calls=folded.model_calls,
+        iterations=folded.iterations,
+        budget_start=folded.model_calls,  # a continuation grants a fresh budget
+        revision=revision,
+        created_at=folded.created_at,
+    )
+
+
+async def _session_start(setup: TurnSetup, state: TurnState) -> None:
+    """``session_start`` hooks: their messages go ahead of the input (errors raise)."""
+    ctx = HookContext(
+        agent=setup.agent, values=setup.values, hook_point="session_start", session=setup.session
+    )
+    ctx.session_start_source = "new"
+    ctx.system_prompt = state.system_prompt
+    config = setup.config
+    out = await run_hooks("session_start", config.hooks.session_start, ctx, config.log)
+    for value in out.returned:
+        if isinstance(value, SessionStartResult):
+            state.seed(value.messages, persist=value.persist)
+
+
+async def prepare_run(
+    setup: TurnSetup,
+    o: RunOptions,
+    snap: SessionSnapshot | None,
+    system_prompt: str,
+) -> Run:
+    """Everything before the boundary: plan, guards, turn state, ``session_start``."""
+    revision = snap.revision if snap is not None else 0
+    config = setup.config
+    if o.tool_results is not None:
+        r = _plan_resume(o, snap)
+        setup = replace(setup, resume=r.plan, stored=r.stored)
+        state = TurnState.reopen(
+            r.stored,
+            history=r.base,
+            system_prompt=system_prompt,
+            revision=revision,
+            definition_of=config.static.definition_of,
+        )
+        return Run(setup, state, EventSink(o.on_event))
+    plan = plan_turn(
+        config,
+        snap=snap,
+        history=o.history,
+        new_input=o.new,
+        continue_turn=o.continue_turn,
+        background_results=o.background_results,
+        turn_id=o.turn_id,
+        expected_revision=o.expected_revision,
+    )
+    state = _new_state(plan, config, system_prompt, revision)
+    fresh = not plan.history and not o.continue_turn and plan.folded is None
+    if config.hooks.session_start and fresh:
+        await _session_start(setup, state)
+    for m in plan.record:
+        state.add(m)
+    for m in plan.model_only:
+        state.add_model_only(m)
+    for rem in o.reminders:
+        state.add_model_only(reminder_message(rem))
+    return Run(setup, state, EventSink(o.on_event))

@@ -1,9 +1,12 @@
-"""The one place a turn ends.
+"""The one place a turn ends: :func:`end_turn`, for every ``Ending``.
 
-Completed: ``post_generation`` → write → ``turn_ended``. Incomplete: close (every call
-answered, partial output kept or dropped, the outcome note last) → ``on_incomplete_turn`` →
-write → ``turn_ended``. The terminal event is emitted even if earlier steps failed; a handler
-error on it is only logged.
+Completed: ``post_generation`` → write → ``turn_ended``. Suspended: ``on_suspend`` (new
+suspensions; an abort closes the pending calls and ends ``hook_abort``) →
+``post_generation`` → write → ``turn_ended``. Incomplete: close (every call answered through
+the ledger's ``close``, partial output kept or dropped, the outcome note last) →
+``on_incomplete_turn`` → write → ``turn_ended``. A rejected partial resume returns the
+stored turn with ``error`` set. The write is bounded by ``save_timeout``; the terminal event
+is emitted even if earlier steps failed, and a handler error on it is only logged.
 """
 
 from __future__ import annotations
@@ -11,100 +14,85 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, assert_never
 
-from dive.agent._close import advise, answer_open_calls, close_turn, outcome_note
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
-from dive.agent._hooks import call_hook
-from dive.agent._loop import Ending
-from dive.agent._records import (
-    CallState,
-    SuspensionState,
-    ToolCallRecord,
-    Turn,
-    TurnOutcome,
-    TurnStatus,
-)
-from dive.agent._reminders import is_reminder, reminder_message
+from dive.agent._hooks import run_hooks
+from dive.agent._loop import unique_call_ids
 from dive.agent._result import RunResult
-from dive.agent._resume import build_suspension
-from dive.agent._run import TurnRun
+from dive.agent._run import Run
 from dive.errors import HookAbort, SaveRejectedError
 from dive.messages import Message
 from dive.tracing import AgentRunSpan
+from dive.turns import (
+    Completed,
+    Ending,
+    Incomplete,
+    ResumeRejected,
+    Suspended,
+    SuspensionState,
+    Turn,
+    TurnOutcome,
+    TurnStatus,
+    advise,
+    answer_open_calls,
+    close_turn,
+    is_reminder,
+    outcome_note,
+    reminder_message,
+)
 
-__all__ = ["finish_turn"]
+__all__ = ["end_turn"]
 
 
-def _salvage_stream(run: TurnRun) -> list[str]:
+def _salvage_stream(run: Run) -> list[str]:
     """Keep what an interrupted stream produced; return the ids of its complete calls."""
-    acc = run.accumulator
-    run.accumulator = None
+    acc = run.state.take_partial_stream()
     if acc is None:
         return []
     blocks = acc.partial()
-    if not blocks or run.agent.incomplete_turns.drop_partial_text:
+    if not blocks or run.config.incomplete_turns.drop_partial_text:
         return []
-    msg = Message(role="assistant", content=blocks, created_at=datetime.now(UTC))
-    run.add(msg)
+    state = run.state
+    msg = Message(
+        role="assistant",
+        content=unique_call_ids(blocks, state.calls),
+        created_at=datetime.now(UTC),
+    )
+    tools = run.tools
+    state.add_response(msg, {c.name: tools.definition_of(c.name) for c in msg.tool_calls})
     return [c.id for c in msg.tool_calls]
 
 
-def _in_flight(run: TurnRun, ending: Ending) -> list[str]:
-    """Record what the interrupted batch or response left, and return its call ids."""
+def _settle_in_flight(run: Run, ending: Incomplete) -> list[str]:
+    """Close the calls of the group or response in flight; return their ids in order."""
+    state = run.state
     ids: list[str] = []
-    batch = run.batch
-    if batch is not None:
-        run.batch = None
-        run.owed = [c for c in batch.calls if c.id in batch.announced - batch.emitted]
-        for c in batch.calls:
-            state = batch.states.get(c.id, "not_started")
-            if state == "running":
-                state = "unknown"
-            elif state == "waiting":  # a tool that suspended itself may have dispatched something
-                pending = batch.pending.get(c.id)
-                state = "unknown" if pending is not None and pending.started else "not_started"
-            run.set_call(c, state)
-            ids.append(c.id)
-        for m in batch.messages():
-            run.add(m)
-    for c in ending.pending_calls:
-        run.set_call(c, "not_started")
-        ids.append(c.id)
-    for cid in _salvage_stream(run):
-        call = next(c for c in run.record[-1].tool_calls if c.id == cid)
-        run.set_call(call, "not_started")
-        ids.append(cid)
+    group = state.take_group()
+    if group is not None:
+        ids.extend(c.id for c in group.calls)
+        state.calls.close(ids)
+        for m in group.messages():
+            state.add(m)
+    ids.extend(c.id for c in ending.unrun if c.id not in ids)
+    ids.extend(_salvage_stream(run))
     return ids
 
 
-def _outcome(run: TurnRun, ending: Ending, records: tuple[ToolCallRecord, ...]) -> TurnOutcome:
-    assert ending.reason is not None
+def _outcome(run: Run, ending: Incomplete, ids: list[str]) -> TurnOutcome:
+    records = run.state.calls.records(ids)
     err = ending.error
     text = ending.error_text if ending.error_text is not None else (str(err) if err else None)
     if err is not None and not text:
         text = type(err).__name__
     return TurnOutcome(
         reason=ending.reason,
-        next=advise(ending.reason, records, run.is_read_only),
+        next=advise(ending.reason, records),
         error=text,
-        hook=getattr(err, "hook", None),
-        usage_unknown=run.usage_unknown,
+        hook=ending.hook,
+        usage_unknown=run.state.usage_unknown,
         tool_calls=records,
     )
-
-
-async def _observe(run: TurnRun, point: str, hooks: Any, result: Any) -> list[Message] | None:
-    ctx = run.hook_context(point)
-    ctx.result = result
-    ctx.output_messages = list(run.record)
-    ctx.usage = run.usage
-    for hook in hooks:
-        try:
-            await call_hook(hook, ctx)
-        except Exception:
-            run.agent.log.exception("%s hook failed", point)
-    return ctx.output_messages
 
 
 def _renote(messages: list[Message], outcome: TurnOutcome, late: list[Message]) -> list[Message]:
@@ -116,62 +104,56 @@ def _renote(messages: list[Message], outcome: TurnOutcome, late: list[Message]) 
     return [*messages, *late, note]
 
 
-async def _close(run: TurnRun, ending: Ending) -> TurnOutcome:
-    ids = _in_flight(run, ending)
-    records = run.call_records(ids)
-    outcome = _outcome(run, ending, records)
-    recorded = [reminder_message(r) for r, keep in run.queued_reminders if keep]
-    run.queued_reminders = []
-    messages = close_turn(run.record, outcome, recorded_reminders=recorded)
+async def _on_incomplete(
+    run: Run, messages: list[Message], outcome: TurnOutcome
+) -> tuple[list[Message], TurnOutcome]:
+    ctx = run.hook_context(
+        "on_incomplete_turn", status="incomplete", messages=messages, outcome=outcome
+    )
+    ctx.output_messages = list(messages)
+    hooks = run.config.hooks.on_incomplete_turn
+    await run_hooks("on_incomplete_turn", hooks, ctx, run.config.log)
+    changed = ctx.outcome or outcome
+    out = list(ctx.output_messages)
+    late = [reminder_message(r) for r, keep in ctx.take_reminders() if keep]
+    if changed != outcome or late:
+        out = _renote(out, changed, late)
+    return out, changed
+
+
+async def _close(run: Run, ending: Incomplete) -> TurnOutcome:
+    ids = _settle_in_flight(run, ending)
+    outcome = _outcome(run, ending, ids)
+    state = run.state
+    messages = close_turn(state.record, outcome, recorded_reminders=state.take_recorded_reminders())
     await _pay_owed_events(run, messages)
-    hooks = run.agent.hooks.on_incomplete_turn
-    if hooks:
-        ctx = run.hook_context("on_incomplete_turn")
-        ctx.output_messages = messages
-        ctx.turn = outcome
-        for hook in hooks:
-            try:
-                await call_hook(hook, ctx)
-            except Exception:
-                run.agent.log.exception("on_incomplete_turn hook failed")
-        messages = list(ctx.output_messages)
-        changed = isinstance(ctx.turn, TurnOutcome) and ctx.turn != outcome
-        if changed:
-            outcome = cast(TurnOutcome, ctx.turn)
-        late = [reminder_message(r) for r, keep in ctx.take_reminders() if keep]
-        if changed or late:
-            messages = _renote(messages, outcome, late)
-    run.record = messages
+    if run.config.hooks.on_incomplete_turn:
+        messages, outcome = await _on_incomplete(run, messages, outcome)
+    state.close_record(messages)
     return outcome
 
 
-async def _pay_owed_events(run: TurnRun, messages: list[Message]) -> None:
+async def _pay_owed_events(run: Run, messages: list[Message]) -> None:
     """Every announced call gets its ``tool_call_result``, even when its batch was stopped."""
-    if not run.owed:
+    owed = run.events.owed()
+    if not owed:
         return
     answers = {r.tool_call_id: r for m in messages if (r := m.tool_result) is not None}
-    states: dict[str, CallState] = {
-        rec.id: rec.state for rec in run.call_records([c.id for c in run.owed])
-    }
-    for call in run.owed:
-        try:
-            await run.emit(
-                ToolCallResultEvent(
-                    call=call, result=answers.get(call.id), state=states.get(call.id, "unknown")
-                )
-            )
-        except Exception:
-            run.agent.log.exception("the on_event handler failed on an owed tool_call_result")
-    run.owed = []
+    ledger = run.state.calls
+    for call in owed:
+        state = ledger.state(call.id) if call.id in ledger else "unknown"
+        event = ToolCallResultEvent(call=call, result=answers.get(call.id), state=state)
+        await run.events.emit_quietly(event, "an owed tool_call_result", run.config.log)
 
 
-async def _write(run: TurnRun, turn: Turn) -> tuple[Turn, BaseException | None]:
+async def _write(run: Run, turn: Turn) -> tuple[Turn, BaseException | None]:
     """The final write, bounded by ``save_timeout``; honest persistence either way."""
-    session = run.session
+    session = run.setup.session
     if session is None:
         return turn, None
-    limit = run.agent.incomplete_turns.save_timeout
-    task = asyncio.ensure_future(session.checkpoint(turn, expected_revision=run.loaded_revision))
+    limit = run.config.incomplete_turns.save_timeout
+    state = run.state
+    task = asyncio.ensure_future(session.checkpoint(turn, expected_revision=state.revision))
     done, _ = await asyncio.wait({task}, timeout=limit)
     if not done:
         task.cancel()
@@ -180,166 +162,149 @@ async def _write(run: TurnRun, turn: Turn) -> tuple[Turn, BaseException | None]:
     exc = task.exception()
     if exc is None:
         revision = task.result()
-        run.loaded_revision = revision
+        state.saved(revision)
         return replace(turn, persistence="saved", revision=revision), None
-    state = "failed" if isinstance(exc, SaveRejectedError) else "unknown"
-    run.agent.log.error("saving turn %s failed (%s)", turn.id, state, exc_info=exc)
-    return replace(turn, persistence=state), exc
+    persistence = "failed" if isinstance(exc, SaveRejectedError) else "unknown"
+    run.config.log.error("saving turn %s failed (%s)", turn.id, persistence, exc_info=exc)
+    return replace(turn, persistence=persistence), exc
 
 
-def _complete(run: TurnRun, ending: Ending) -> None:
-    if ending.pending_calls:  # a refusal: its calls are answered "Not run", no note
-        for c in ending.pending_calls:
-            run.set_call(c, "not_started")
-        states = {c.id: "not_started" for c in ending.pending_calls}
-        run.record = answer_open_calls(run.record, states)
-    run.flush_reminders()
+def _complete(run: Run, ending: Completed) -> None:
+    state = run.state
+    if ending.unrun:  # a refusal: its calls are answered "Not run", no note
+        states = {c.id: "not_started" for c in ending.unrun}
+        state.close_record(answer_open_calls(state.record, states))
+    state.flush_reminders()
 
 
-async def _suspend(run: TurnRun, ending: Ending) -> tuple[SuspensionState | None, Ending]:
-    """``on_suspend`` (new suspensions), then the suspension state; an abort cancels it."""
-    batch = run.suspended_batch
-    assert batch is not None
-    hooks = run.agent.hooks.on_suspend
-    if run.new_suspension and hooks:
-        ctx = run.hook_context("on_suspend")
-        ctx.output_messages = list(run.record)
-        for hook in hooks:
-            try:
-                await call_hook(hook, ctx)
-            except HookAbort as exc:
-                exc.hook = "on_suspend"
-                for call_id, pending in batch.pending.items():
-                    batch.states[call_id] = "running" if pending.started else "not_started"
-                run.batch = batch
-                return None, Ending(status="incomplete", reason="canceled", error=exc)
-            except Exception:
-                run.agent.log.exception("on_suspend hook failed")
-    for m in batch.result_messages():
-        run.add(m)
-    return build_suspension(run, batch), ending
-
-
-async def stored_result(
-    run: TurnRun, error: BaseException, span: AgentRunSpan | None
-) -> RunResult[Any]:
-    """A failed partial resume returns the stored turn, suspended, with ``error`` set."""
-    turn = run.stored_turn
-    assert turn is not None
-    base: RunResult[Any] = RunResult(
-        status="suspended",
-        turn=turn,
-        usage=run.usage,
-        output_messages=turn.messages,
-        items=tuple(run.items),
-        model=run.model.name,
-        created_at=run.created_at,
-        finished_at=datetime.now(UTC),
-    )
-    result = await _stored(run, base, error)
-    if span is not None:
-        span.end(error)
+async def _on_suspend(run: Run, ending: Suspended) -> Incomplete | None:
+    """``on_suspend`` for new suspensions; an abort ends the turn ``hook_abort``."""
+    hooks = run.config.hooks.on_suspend
+    if not (ending.new and hooks):
+        return None
+    ctx = run.hook_context("on_suspend", status="suspended")
+    ctx.output_messages = list(run.state.record)
     try:
-        await run.emit(TurnEndedEvent(turn=result.turn))
-    except Exception:
-        run.agent.log.exception("the on_event handler failed on turn_ended")
-    run.items.pop()
-    return result
+        await run_hooks("on_suspend", hooks, ctx, run.config.log)
+    except HookAbort as exc:
+        return Incomplete(reason="hook_abort", error=exc, hook="on_suspend")
+    return None
 
 
-def _partial(run: TurnRun) -> bool:
-    return run.resume is not None and not run.new_suspension
-
-
-async def _stored(run: TurnRun, result: RunResult[Any], error: BaseException) -> RunResult[Any]:
+async def _stored(run: Run, result: RunResult[Any], error: BaseException) -> RunResult[Any]:
     """A failed partial resume: the stored turn as it now stands, with ``error`` set."""
-    turn = run.stored_turn
-    if run.session is not None:
+    turn = run.setup.stored
+    session = run.setup.session
+    if session is not None:
         try:
-            snap = await run.session.load()
+            snap = await session.load()
             turn = snap.open_turn or turn
         except Exception:
-            run.agent.log.exception("reloading the session after a failed write failed")
+            run.config.log.exception("reloading the session after a failed write failed")
     if turn is None:
         return replace(result, error=error)
     return replace(result, turn=turn, output_messages=turn.messages, error=error)
 
 
-async def finish_turn(run: TurnRun, ending: Ending, span: AgentRunSpan | None) -> RunResult[Any]:
-    """End the turn: close, end hooks, write, ``turn_ended``; return the result."""
-    status: TurnStatus
-    outcome: TurnOutcome | None = None
-    suspension: SuspensionState | None = None
-    if ending.status == "suspended":
-        suspension, ending = await _suspend(run, ending)
-    if ending.status == "completed":
-        status = "completed"
-        _complete(run, ending)
-    elif suspension is not None:
-        status = "suspended"
-    else:
-        status = "incomplete"
-        outcome = await _close(run, ending)
-    finished = datetime.now(UTC)
-    usage = run.usage
-    turn = Turn(
-        id=run.turn_id,
-        status=status,
-        origin=run.origin,
-        messages=tuple(run.record),
-        tool_calls=run.call_records(),
-        usage=run.prior_usage + usage,
-        outcome=outcome,
-        suspension=suspension,
-        created_at=run.created_at,
-        finished_at=finished,
-        model_calls=run.model_calls,
-        executed_tool_calls=run.executed_tool_calls,
-    )
-    last = run.last_response
-    result: RunResult[Any] = RunResult(
+async def _terminal(run: Run, result: RunResult[Any]) -> RunResult[Any]:
+    await run.events.emit_quietly(TurnEndedEvent(turn=result.turn), "turn_ended", run.config.log)
+    run.events.drop_last()  # turn_ended is not part of result.items
+    return result
+
+
+def _result(
+    run: Run, status: TurnStatus, turn: Turn, error: BaseException | None
+) -> RunResult[Any]:
+    state = run.state
+    last = state.last_response
+    return RunResult(
         status=status,
         turn=turn,
-        usage=usage,
+        usage=state.usage,
         output_messages=turn.messages,
-        items=tuple(run.items),
-        error=ending.error if status == "incomplete" else None,
+        items=run.events.items,
+        error=error,
         stop_reason=last.stop_reason if last is not None else None,
         stop_details=last.stop_details if last is not None else None,
-        model=run.model.name,
-        created_at=run.created_at,
-        finished_at=finished,
-        output=run.output,
+        model=run.setup.model.name,
+        created_at=state.created_at,
+        finished_at=turn.finished_at,
+        output=state.output,
     )
-    if status != "incomplete" and run.agent.hooks.post_generation:
-        await _observe(run, "post_generation", run.agent.hooks.post_generation, result)
-    turn, save_error = await _write(run, turn)
+
+
+async def _rejected(run: Run, error: BaseException, span: AgentRunSpan | None) -> RunResult[Any]:
+    stored = run.setup.stored
+    assert stored is not None
+    base = _result(run, "suspended", stored, None)
+    result = await _stored(run, replace(base, finished_at=datetime.now(UTC)), error)
+    if span is not None:
+        span.end(error)
+    return await _terminal(run, result)
+
+
+async def end_turn(run: Run, ending: Ending, span: AgentRunSpan | None) -> RunResult[Any]:
+    """End the turn: close, end hooks, write, ``turn_ended``; return the result."""
+    state = run.state
+    outcome: TurnOutcome | None = None
+    suspension: SuspensionState | None = None
+    if isinstance(ending, Suspended):
+        aborted = await _on_suspend(run, ending)
+        if aborted is not None:
+            ending = aborted
+    match ending:
+        case ResumeRejected():
+            return await _rejected(run, ending.error, span)
+        case Completed():
+            status: TurnStatus = "completed"
+            _complete(run, ending)
+        case Suspended():
+            status = "suspended"
+            suspension = state.suspend()
+        case Incomplete():
+            status = "incomplete"
+            outcome = await _close(run, ending)
+        case _:
+            assert_never(ending)
+    error = ending.error if isinstance(ending, Incomplete) else None
+    turn = state.final_turn(status, outcome=outcome, suspension=suspension)
+    result = _result(run, status, turn, error)
+    if status != "incomplete" and run.config.hooks.post_generation:
+        ctx = run.hook_context("post_generation", status=status, messages=list(turn.messages))
+        ctx.result = result
+        ctx.output_messages = list(turn.messages)
+        ctx.usage = state.usage
+        await run_hooks("post_generation", run.config.hooks.post_generation, ctx, run.config.log)
+    return await _persist(run, result, span, ending)
+
+
+async def _persist(
+    run: Run, result: RunResult[Any], span: AgentRunSpan | None, ending: Ending
+) -> RunResult[Any]:
+    """Write, end the span, deliver a partial resume's events, then ``turn_ended``."""
+    turn, save_error = await _write(run, result.turn)
     result = replace(
         result,
         turn=turn,
         output_messages=turn.messages,
         save_error=save_error,
-        background_tasks=tuple(run.background_tasks),
+        background_tasks=run.background_tasks,
     )
+    outcome = turn.outcome
     if span is not None:
-        span.set_usage(run.usage)
+        span.set_usage(run.state.usage)
         span.set_response(
-            status, outcome.reason if outcome else None, outcome.next if outcome else None
+            turn.status, outcome.reason if outcome else None, outcome.next if outcome else None
         )
-        span.end(ending.error if status == "incomplete" else None)
-    for event in run.deferred_events:  # a partial resume's results: after the write
-        try:
-            await run.emit(event)
-        except Exception as exc:
-            run.agent.log.exception("the on_event handler failed on a resumed result")
-            result = replace(result, error=exc)
-    if run.deferred_events:
-        result = replace(result, items=tuple(run.items))
-    if status == "suspended" and save_error is not None and _partial(run):
+        span.end(result.error)
+    deferred = run.events.take_deferred()
+    for event in deferred:  # a partial resume's results: after the write
+        failed = await run.events.emit_quietly(event, "a resumed result", run.config.log)
+        if failed is not None:
+            result = replace(result, error=failed)
+    if deferred:
+        result = replace(result, items=run.events.items)
+    partial = isinstance(ending, Suspended) and not ending.new and run.setup.resume is not None
+    if partial and save_error is not None:
         result = await _stored(run, result, save_error)
-    try:
-        await run.emit(TurnEndedEvent(turn=turn))
-    except Exception:
-        run.agent.log.exception("the on_event handler failed on turn_ended")
-    run.items.pop()  # turn_ended is not part of result.items
-    return result
+    return await _terminal(run, result)

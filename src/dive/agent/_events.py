@@ -7,17 +7,13 @@ time, never concurrently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from dive.llm import StreamEvent, Usage
 from dive.messages import Message, ToolCall, ToolResult
-from dive.messages._codec import JSONValue, empty
-
-if TYPE_CHECKING:
-    from dive.agent._records import CallState, PendingToolCall, Turn
-    from dive.tools import ToolCallPreview
+from dive.tools import ToolCallPreview, ToolProgressEvent, ToolStreamEvent
+from dive.turns import CallState, PendingToolCall, Turn
 
 __all__ = [
     "AgentEvent",
@@ -70,25 +66,6 @@ class ModelStreamEvent:
 
     type: Literal["model_event"] = "model_event"
     event: StreamEvent
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolStreamEvent:
-    """Output a running tool appended to its stream."""
-
-    type: Literal["tool_stream"] = "tool_stream"
-    tool_call_id: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolProgressEvent:
-    """Progress a running tool reported (the latest wins)."""
-
-    type: Literal["tool_progress"] = "tool_progress"
-    tool_call_id: str
-    display: str
-    metadata: Mapping[str, JSONValue] = field(default_factory=empty)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

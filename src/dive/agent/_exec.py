@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dive.agent._outputs import error_result, to_tool_result
-from dive.agent._records import CallState, PendingToolCall
-from dive.agent._run import TurnRun
+from dive.agent._run import Run
 from dive.errors import ToolFatalError
 from dive.messages import ToolCall, ToolResult
 from dive.tools import Background, Suspend, Tool, ToolContext
-from dive.tracing import NopTracer, ToolCallInfo
+from dive.tracing import ToolCallInfo
+from dive.turns import CallState, PendingToolCall
 
 __all__ = ["ExecResult", "execute_call"]
 
@@ -61,7 +61,7 @@ def _fmt_seconds(seconds: float) -> str:
 
 
 async def _run_with_policy(
-    run: TurnRun, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext
+    run: Run, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext
 ) -> ExecResult:
     d = tool.definition
     policy = d.retry_policy
@@ -83,7 +83,7 @@ async def _run_with_policy(
                 result=error_result(call, f"Tool execution error: {exc}"), error=repr(exc)
             )
         except Exception as exc:
-            run.agent.log.error("tool %s (call %s) raised", call.name, call.id, exc_info=True)
+            run.config.log.error("tool %s (call %s) raised", call.name, call.id, exc_info=True)
             last = f"Tool execution error: {exc}" if str(exc) else f"Tool execution error: {exc!r}"
             if k + 1 == attempts:
                 if attempts > 1:
@@ -121,20 +121,21 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
     return ExecResult(result=to_tool_result(call, output))
 
 
-async def execute_call(run: TurnRun, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
+async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
     """Run one validated call inside a tool span."""
+    setup = run.setup
     ctx = ToolContext(
         tool_call_id=call.id,
         tool_name=call.name,
-        turn_id=run.turn_id,
-        values=run.values,
-        session_id=run.session_id,
-        agent_name=run.agent.name,
-        cancel=run.cancel,
-        emit=run.emit_serialized,
+        turn_id=run.state.turn_id,
+        values=setup.values,
+        session_id=setup.session_id,
+        agent_name=run.config.name,
+        cancel=setup.cancel,
+        emit=run.events.emit_serialized,
     )
-    tracer = run.agent.tracer
-    if isinstance(tracer, NopTracer):
+    tracer = run.config.tracer
+    if not run.config.traced:
         try:
             return await _run_with_policy(run, tool, call, value, ctx)
         finally:

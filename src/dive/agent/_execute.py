@@ -1,7 +1,7 @@
 """Driving a turn past its boundary, up to its one ending.
 
 ``pre_generation``, the response timeout, cancellation and failure classification, then
-:func:`dive.agent._end.finish_turn`.
+:func:`dive.agent._end.end_turn`.
 
 Classification precedence: cancellation (task cancel, ``CancelToken.cancel()``, soft cancel)
 → ``canceled``; response timeout → ``deadline``; ``HookAbort`` → ``hook_abort``; the event
@@ -14,28 +14,24 @@ emitted, and ``CancelledError`` is re-raised.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
-from dive.agent._background import BackgroundResult
-from dive.agent._end import finish_turn, stored_result
-from dive.agent._hooks import call_hook
-from dive.agent._loop import Ending, run_loop
+from dive.agent._end import end_turn
+from dive.agent._hooks import run_hooks
+from dive.agent._loop import run_loop
 from dive.agent._modelcall import ModelCallError
-from dive.agent._records import IncompleteReason
 from dive.agent._result import RunResult
-from dive.agent._resume import PartialResumeFailed
-from dive.agent._run import TurnRun
+from dive.agent._run import Run
 from dive.errors import (
     DeadlineExceededError,
     EventHandlerError,
     HookAbort,
     RunCanceledError,
-    SoftCanceled,
     StreamInterruptedError,
 )
 from dive.messages import ToolCall
-from dive.tracing import AgentRunInfo, AgentRunSpan, NopTracer
+from dive.tracing import AgentRunInfo, AgentRunSpan
+from dive.turns import Ending, Incomplete, IncompleteReason
 
 __all__ = ["execute"]
 
@@ -44,22 +40,18 @@ class _Deadline(Exception):
     pass
 
 
-async def _pre_generation(run: TurnRun) -> None:
+async def _pre_generation(run: Run) -> None:
+    state = run.state
     ctx = run.hook_context("pre_generation")
-    ctx.messages = list(run.working)
-    for hook in run.agent.hooks.pre_generation:
-        try:
-            await call_hook(hook, ctx)
-        except HookAbort as exc:
-            exc.hook = "pre_generation"
-            raise
-    run.system_prompt = ctx.system_prompt
-    run.working = list(ctx.messages)
-    run.take_hook_reminders(ctx)
+    ctx.messages = list(state.working)
+    await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
+    state.set_system_prompt(ctx.system_prompt)
+    state.replace_working(ctx.messages)
+    state.queue_reminders(ctx.take_reminders())
 
 
-async def _timed(run: TurnRun) -> Ending:
-    timeout = run.agent.limits.response_timeout
+async def _timed(run: Run) -> Ending:
+    timeout = run.config.limits.response_timeout
     if timeout is None:
         return await run_loop(run)
     cm = asyncio.timeout(timeout)
@@ -72,9 +64,9 @@ async def _timed(run: TurnRun) -> Ending:
         raise
 
 
-async def _raced(run: TurnRun) -> Ending:
+async def _raced(run: Run) -> Ending:
     """Run the loop, racing a hard cancel of the token."""
-    token = run.cancel
+    token = run.setup.cancel
     if token is None:
         return await _timed(run)
     if token.cancelled:
@@ -96,8 +88,8 @@ async def _raced(run: TurnRun) -> Ending:
     raise RunCanceledError(token.reason or "canceled")
 
 
-def _classify(run: TurnRun, exc: BaseException) -> IncompleteReason:
-    token = run.cancel
+def _classify(run: Run, exc: BaseException) -> IncompleteReason:
+    token = run.setup.cancel
     if isinstance(exc, RunCanceledError | asyncio.CancelledError) or (
         token is not None and token.cancelled
     ):
@@ -113,13 +105,11 @@ def _classify(run: TurnRun, exc: BaseException) -> IncompleteReason:
     return "error"
 
 
-def _public_error(run: TurnRun, exc: BaseException, reason: IncompleteReason) -> BaseException:
-    if isinstance(exc, PartialResumeFailed):
-        return exc
-    if reason == "canceled" and run.claim_lost is not None:
-        return run.claim_lost
+def _public_error(run: Run, exc: BaseException, reason: IncompleteReason) -> BaseException:
+    if reason == "canceled" and run.setup.claim_lost is not None:
+        return run.setup.claim_lost
     if isinstance(exc, _Deadline):
-        limit = run.agent.limits.response_timeout
+        limit = run.config.limits.response_timeout
         return DeadlineExceededError(f"the turn's time limit was reached ({limit:g} s)")
     if isinstance(exc, ModelCallError):
         cause = exc.cause
@@ -130,72 +120,70 @@ def _public_error(run: TurnRun, exc: BaseException, reason: IncompleteReason) ->
         return cause
     if isinstance(exc, asyncio.CancelledError):
         return RunCanceledError("the calling task was cancelled")
-    if isinstance(exc, SoftCanceled):
-        return exc
     return exc
 
 
-async def _drive(run: TurnRun) -> Ending:
+def _incomplete(run: Run, exc: BaseException) -> Incomplete:
+    reason = _classify(run, exc)
+    hook = exc.hook if isinstance(exc, HookAbort) else None
+    return Incomplete(reason=reason, error=_public_error(run, exc, reason), hook=hook)
+
+
+async def _drive(run: Run) -> Ending:
     try:
-        if run.agent.hooks.pre_generation:
+        if run.config.hooks.pre_generation:
             await _pre_generation(run)
         return await _raced(run)
     except Exception as exc:
-        reason = _classify(run, exc)
-        return Ending(status="incomplete", reason=reason, error=_public_error(run, exc, reason))
+        return _incomplete(run, exc)
 
 
-def _start_span(run: TurnRun) -> AgentRunSpan | None:
-    tracer = run.agent.tracer
-    if isinstance(tracer, NopTracer):
+def _start_span(run: Run) -> AgentRunSpan | None:
+    config = run.config
+    if not config.traced:
         return None
-    return tracer.start_agent_run(
+    model = run.setup.model
+    return config.tracer.start_agent_run(
         AgentRunInfo(
-            agent_name=run.agent.name,
-            agent_id=run.agent.id,
-            model=run.model.name,
-            provider=run.model.provider,
-            turn_id=run.turn_id,
-            session_id=run.session_id,
+            agent_name=config.name,
+            agent_id=config.id,
+            model=model.name,
+            provider=model.provider,
+            turn_id=run.state.turn_id,
+            session_id=run.setup.session_id,
         )
     )
 
 
-async def _deliver_background(run: TurnRun, results: Sequence[BackgroundResult]) -> None:
+async def _deliver_background(run: Run) -> None:
     """``post_background_tool_use`` for each delivered result (observe only; logged)."""
-    hooks = run.agent.hooks.post_background_tool_use
-    for r in results:
+    hooks = run.config.hooks.post_background_tool_use
+    for r in run.setup.background:
         ctx = run.hook_context("post_background_tool_use")
         ctx.call = ToolCall(id=r.tool_call_id, name=r.name)
         ctx.tool_result = r.result
-        ctx.tool = run.agent.static_tools.get(r.name)
-        for hook in hooks:
-            try:
-                await call_hook(hook, ctx)
-            except Exception:
-                run.agent.log.exception("post_background_tool_use hook failed")
+        ctx.tool = run.config.static.by_name.get(r.name)
+        await run_hooks("post_background_tool_use", hooks, ctx, run.config.log)
 
 
-async def execute(run: TurnRun, background: Sequence[BackgroundResult] = ()) -> RunResult[Any]:
+async def execute(run: Run) -> RunResult[Any]:
     """Everything after the turn boundary; returns the one result of the turn."""
     span = _start_span(run)
-    if background and run.agent.hooks.post_background_tool_use:
-        await _deliver_background(run, background)
-    cancelled: asyncio.CancelledError | None = None
+    if run.setup.background and run.config.hooks.post_background_tool_use:
+        await _deliver_background(run)
     try:
         ending = await _drive(run)
-    except asyncio.CancelledError as exc:
-        cancelled = exc
-        ending = Ending(
-            status="incomplete", reason="canceled", error=_public_error(run, exc, "canceled")
-        )
-    if cancelled is None:
-        if isinstance(ending.error, PartialResumeFailed):
-            return await stored_result(run, ending.error.cause, span)
-        return await finish_turn(run, ending, span)
-    task = asyncio.ensure_future(finish_turn(run, ending, span))
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await asyncio.wait({task})
-    raise cancelled
+    except BaseException as exc:
+        # a task cancel, or a BaseException a tool let through (KeyboardInterrupt, SystemExit,
+        # or one of the caller's): close and record the turn, then re-raise
+        if isinstance(exc, asyncio.CancelledError):
+            ending = Incomplete(reason="canceled", error=_public_error(run, exc, "canceled"))
+        else:
+            ending = _incomplete(run, exc)
+        task = asyncio.ensure_future(end_turn(run, ending, span))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await asyncio.wait({task})
+        raise
+    return await end_turn(run, ending, span)

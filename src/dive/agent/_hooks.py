@@ -1,72 +1,107 @@
 """Hooks: callables the loop invokes at fixed points, with fixed authority.
 
-Each hook receives a :class:`HookContext` and may change only what its point allows:
+The authority is data: :data:`HOOK_POLICIES` says, per point, which context fields a hook may
+change, what an ordinary exception does, and what ``HookAbort`` does. :func:`run_hooks` is
+the one runner that applies it; assigning a field the point does not allow raises
+``HookPolicyError``, which is then handled like any other exception of that hook.
 
-===========================  ==============================================  ======================
-hook                         may change                                      other exceptions
-===========================  ==============================================  ======================
-``session_start``            returns ``SessionStartResult``                  raised from ``run()``
-``pre_generation``           ``system_prompt``, ``messages``, ``values``      incomplete ``error``
-``pre_iteration``            ``system_prompt``, ``messages`` (model-facing    incomplete ``error``
+===========================  ==============================================  ==========  =========
+hook                         may change                                      exception   HookAbort
+===========================  ==============================================  ==========  =========
+``session_start``            returns ``SessionStartResult``                  raise       raise
+``pre_generation``           ``system_prompt``, ``messages``                 end turn    end turn
+``pre_iteration``            ``system_prompt``, ``messages`` (model-facing   end turn    end turn
                              only), ``model_settings``
-``pre_tool_use``             ``updated_input``, ``approved``,                 denies the call
+``pre_tool_use``             ``updated_input``, ``approved``,                deny call   end turn
                              ``additional_context``
-``post_tool_use``            ``tool_result``, ``additional_context``,         logged
-                             reminders
-``post_tool_use_failure``    as ``post_tool_use``                             logged
-``stop``                     returns ``StopDecision(continue_=True, reason)``  logged
-``post_generation``          observe                                          logged
-``on_suspend``               observe (notify)                                 logged
-``on_incomplete_turn``       ``output_messages``, ``turn.outcome``            logged
-``post_background_tool_use`` observe                                          logged
-===========================  ==============================================  ======================
+``post_tool_use``            ``tool_result``, ``additional_context``         log         end turn
+``post_tool_use_failure``    as ``post_tool_use``                            log         end turn
+``stop``                     returns ``StopDecision(continue_=True, ...)``   log         end turn
+``post_generation``          nothing (observe)                               log         log
+``on_suspend``               nothing (notify)                                log         end turn
+``on_incomplete_turn``       ``output_messages``, ``outcome``                log         log
+``post_background_tool_use`` nothing (observe)                               log         log
+===========================  ==============================================  ==========  =========
 
-``HookAbort`` from any hook other than ``session_start``, ``on_incomplete_turn`` and
-``post_background_tool_use`` ends the turn incomplete with reason ``hook_abort``. Extension
-hooks run after the caller's.
+"raise" raises from ``run()`` (before the turn boundary, nothing changed); "end turn" ends
+the turn incomplete (``error``, or ``hook_abort`` with ``outcome.hook`` naming the point);
+"deny call" answers the call ``is_error`` with the exception's text (all hooks still run);
+"log" logs and goes on. Every point may mutate ``ctx.values`` (shared for the invocation)
+and queue reminders with ``ctx.append_reminder``. A working set (``messages``) a hook
+returns must be a valid history (every tool call answered); otherwise the hook failed and
+the turn keeps the previous working set. ``on_suspend`` aborting closes the pending calls as
+``cancel_suspended_turn`` does. Extension hooks run after the caller's.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal
 
-from dive.messages import Message, ToolCall, ToolResult
-
-if TYPE_CHECKING:
-    from dive.agent._reminders import Reminder
-    from dive.llm import ModelSettings, Usage
-    from dive.tools import Tool
+from dive.errors import HookAbort, HookPolicyError, MessageValidationError
+from dive.llm import ModelSettings, Usage
+from dive.messages import Message, ToolCall, ToolResult, validate_complete_turns
+from dive.sessions import Session
+from dive.tools import Tool
+from dive.turns import Reminder, TurnOutcome, TurnView
 
 __all__ = [
     "HOOK_POINTS",
+    "HOOK_POLICIES",
     "Hook",
     "HookContext",
+    "HookPolicy",
+    "HookRun",
     "Hooks",
     "SessionStartResult",
     "StopDecision",
-    "call_hook",
+    "run_hooks",
 ]
-
-log = logging.getLogger("dive.hooks")
 
 Hook = Callable[["HookContext"], Awaitable[Any] | Any]
 
-HOOK_POINTS = (
-    "session_start",
-    "pre_generation",
-    "pre_iteration",
-    "pre_tool_use",
-    "post_tool_use",
-    "post_tool_use_failure",
-    "stop",
-    "post_generation",
-    "on_suspend",
-    "on_incomplete_turn",
-    "post_background_tool_use",
+OnError = Literal["raise", "end_turn", "deny", "log"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookPolicy:
+    """One row of the hook table."""
+
+    may_change: frozenset[str] = frozenset()
+    on_error: OnError = "log"
+    on_abort: Literal["raise", "end_turn", "log"] = "end_turn"
+
+
+_WORKING = frozenset({"system_prompt", "messages"})
+_TOOL = frozenset({"tool_result", "additional_context"})
+
+HOOK_POLICIES: Mapping[str, HookPolicy] = {
+    "session_start": HookPolicy(on_error="raise", on_abort="raise"),
+    "pre_generation": HookPolicy(may_change=_WORKING, on_error="end_turn"),
+    "pre_iteration": HookPolicy(may_change=_WORKING | {"model_settings"}, on_error="end_turn"),
+    "pre_tool_use": HookPolicy(
+        may_change=frozenset({"updated_input", "approved", "additional_context"}),
+        on_error="deny",
+    ),
+    "post_tool_use": HookPolicy(may_change=_TOOL),
+    "post_tool_use_failure": HookPolicy(may_change=_TOOL),
+    "stop": HookPolicy(),
+    "post_generation": HookPolicy(on_abort="log"),
+    "on_suspend": HookPolicy(),
+    "on_incomplete_turn": HookPolicy(
+        may_change=frozenset({"output_messages", "outcome"}), on_abort="log"
+    ),
+    "post_background_tool_use": HookPolicy(on_abort="log"),
+}
+"""The hook table as data: what each point may change and what its exceptions do."""
+
+HOOK_POINTS = tuple(HOOK_POLICIES)
+
+_GUARDED: frozenset[str] = frozenset(
+    name for p in HOOK_POLICIES.values() for name in p.may_change if name != "outcome"
 )
 
 
@@ -80,7 +115,11 @@ class StopDecision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStartResult:
-    """Returned by a ``session_start`` hook: messages to put ahead of the input."""
+    """Returned by a ``session_start`` hook: messages to put ahead of the input.
+
+    With ``persist=True`` they are recorded as the start of the turn (saved with it, so later
+    turns see them); otherwise the model sees them during this invocation only.
+    """
 
     messages: tuple[Message, ...] = ()
     persist: bool = False
@@ -121,9 +160,30 @@ class Hooks:
 
 
 class HookContext:
-    """What a hook sees, and the fields it may change (see the module table)."""
+    """What a hook sees, and the fields it may change (see the module table).
+
+    Attributes:
+        agent: the ``Agent`` running the turn.
+        session: the run's session (None when stateless).
+        values: shared values for the invocation (every hook may mutate them).
+        hook_point: the point this context is for.
+        turn: a read-only view of the turn (None at ``session_start``).
+        session_start_source: ``"new"`` at ``session_start``.
+        system_prompt: the system prompt (``pre_generation`` / ``pre_iteration`` may change).
+        messages: the model-facing working set (``pre_generation`` / ``pre_iteration``).
+        model_settings: per-call settings (``pre_iteration``).
+        result: the ``RunResult`` (``post_generation``).
+        output_messages: the turn's messages (``on_incomplete_turn`` may change what is saved).
+        usage: this invocation's usage (end hooks).
+        tool, call: the tool and call (tool hooks).
+        tool_result: the call's result (``post_tool_use*`` may replace it).
+        updated_input, approved, additional_context: ``pre_tool_use`` (context also post).
+        stop_hook_active: True when ``stop`` hooks re-check after a continuation.
+        iteration: the zero-based model call of the turn (``pre_iteration``).
+    """
 
     __slots__ = (
+        "_policy",
         "_reminders",
         "additional_context",
         "agent",
@@ -147,11 +207,21 @@ class HookContext:
         "values",
     )
 
-    def __init__(self, *, agent: Any, values: dict[str, Any], hook_point: str) -> None:
-        self.agent = agent
+    def __init__(
+        self,
+        *,
+        agent: Any,
+        values: dict[str, Any],
+        hook_point: str,
+        session: Session | None = None,
+        turn: TurnView | None = None,
+    ) -> None:
+        self._policy: HookPolicy | None = None
+        self.agent: Any = agent
         self.values = values
         self.hook_point = hook_point
-        self.session: Any = None
+        self.session = session
+        self.turn = turn
         self.session_start_source: str | None = None
         self.system_prompt: str = ""
         self.messages: list[Message] = []
@@ -167,8 +237,30 @@ class HookContext:
         self.additional_context: str | None = None
         self.stop_hook_active = False
         self.iteration = 0
-        self.turn: Any = None
         self._reminders: list[tuple[Reminder, bool]] = []
+
+    if not TYPE_CHECKING:
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            policy = getattr(self, "_policy", None)
+            if policy is not None and name in _GUARDED and name not in policy.may_change:
+                allowed = ", ".join(sorted(policy.may_change)) or "nothing"
+                raise HookPolicyError(
+                    f"{self.hook_point} hooks may not change ctx.{name} (they may change: "
+                    f"{allowed})"
+                )
+            object.__setattr__(self, name, value)
+
+    @property
+    def outcome(self) -> TurnOutcome | None:
+        """How an incomplete turn ended (``on_incomplete_turn`` may replace it)."""
+        return self.turn.outcome if self.turn is not None else None
+
+    @outcome.setter
+    def outcome(self, value: TurnOutcome) -> None:
+        if self.turn is None:
+            raise HookPolicyError(f"{self.hook_point} hooks have no turn outcome to change")
+        self.turn.outcome = value
 
     def append_reminder(self, reminder: Reminder, *, recorded: bool = False) -> None:
         """Queue a reminder for the next iteration boundary (saved when ``recorded``)."""
@@ -179,10 +271,72 @@ class HookContext:
         out, self._reminders = self._reminders, []
         return out
 
+    def _arm(self, policy: HookPolicy | None) -> None:
+        object.__setattr__(self, "_policy", policy)
 
-async def call_hook(hook: Hook, ctx: HookContext) -> Any:
-    """Call a sync or async hook."""
-    out = hook(ctx)
-    if inspect.isawaitable(out):
-        out = await out
+
+@dataclass(slots=True)
+class HookRun:
+    """What running one point's hooks produced."""
+
+    returned: list[Any] = field(default_factory=list[Any])
+    denial: BaseException | None = None
+
+
+def _check_working(before: tuple[Message, ...], ctx: HookContext) -> None:
+    after = ctx.messages
+    if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
+        return
+    try:
+        validate_complete_turns(after)
+    except MessageValidationError as exc:
+        raise HookPolicyError(
+            f"the {ctx.hook_point} hook returned an invalid working set ({exc}); every tool "
+            "call must keep its result"
+        ) from exc
+
+
+async def run_hooks(
+    point: str, hooks: Sequence[Hook], ctx: HookContext, log: logging.Logger
+) -> HookRun:
+    """Run ``hooks`` for ``point`` under its row of :data:`HOOK_POLICIES`.
+
+    Exceptions the row says end the turn or raise propagate (``HookAbort.hook`` set to the
+    point); "deny" collects the first exception in ``HookRun.denial`` and runs the rest;
+    "log" logs. A hook that fails leaves the fields it set before failing as they are, except
+    an invalid working set, which is restored.
+    """
+    policy = HOOK_POLICIES[point]
+    out = HookRun()
+    checks_working = "messages" in policy.may_change
+    ctx._arm(policy)  # pyright: ignore[reportPrivateUsage]
+    try:
+        for hook in hooks:
+            before = tuple(ctx.messages) if checks_working else ()
+            try:
+                value = hook(ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+                if checks_working:
+                    _check_working(before, ctx)
+            except HookAbort as exc:
+                if exc.hook is None:
+                    exc.hook = point
+                if policy.on_abort != "log":
+                    raise
+                log.exception("%s hook raised HookAbort, which is only logged here", point)
+                continue
+            except Exception as exc:
+                if checks_working and isinstance(exc, HookPolicyError):
+                    object.__setattr__(ctx, "messages", list(before))
+                if policy.on_error in ("raise", "end_turn"):
+                    raise
+                if policy.on_error == "deny":
+                    out.denial = out.denial or exc
+                    continue
+                log.exception("%s hook failed", point)
+                continue
+            out.returned.append(value)
+    finally:
+        ctx._arm(None)  # pyright: ignore[reportPrivateUsage]
     return out

@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 
 from dive.agent._events import ModelStreamEvent
-from dive.agent._run import TurnRun
+from dive.agent._run import Run
 from dive.errors import DiveError, EventHandlerError, StreamInterruptedError, UserError
 from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage
-from dive.tracing import ChatInfo, NopTracer
+from dive.tracing import ChatInfo
 
 __all__ = ["ModelCallError", "call_model"]
 
@@ -26,28 +26,29 @@ class ModelCallError(DiveError):
         self.content_started = content_started
 
 
-async def _stream(run: TurnRun, request: ModelRequest, acc: ResponseAccumulator) -> ModelResponse:
+async def _stream(run: Run, request: ModelRequest, acc: ResponseAccumulator) -> ModelResponse:
     add = acc.add
-    if run.on_event is None:  # raw deltas go only to a listener; nothing else needs them
-        async for event in run.model.stream(request):
+    model = run.setup.model
+    if not run.events.listening:  # raw deltas go only to a listener; nothing else needs them
+        async for event in model.stream(request):
             add(event)
         return acc.response()
-    deliver = run.deliver
-    async for event in run.model.stream(request):
+    deliver = run.events.deliver
+    async for event in model.stream(request):
         add(event)
         await deliver(ModelStreamEvent(event=event))
     return acc.response()
 
 
-async def call_model(run: TurnRun, request: ModelRequest, iteration: int) -> ModelResponse:
+async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelResponse:
     """Call the model; raises ``ModelCallError`` (or ``EventHandlerError``) on failure."""
-    model = run.model
+    model = run.setup.model
     acc = ResponseAccumulator(model.name)
-    run.accumulator = acc
-    tracer = run.agent.tracer
+    run.state.stream_started(acc)
+    config = run.config
     span = None
-    if not isinstance(tracer, NopTracer):
-        span = tracer.start_chat(
+    if config.traced:
+        span = config.tracer.start_chat(
             ChatInfo(
                 model=model.name,
                 provider=model.provider,
@@ -85,12 +86,16 @@ async def call_model(run: TurnRun, request: ModelRequest, iteration: int) -> Mod
         span.set_time_to_first_chunk(time.monotonic() - started)
         span.set_response(response)
         span.end(None)
+    run.state.response_arrived(response)
     return response
 
 
-def _account_partial(run: TurnRun, acc: ResponseAccumulator) -> None:
+def _account_partial(run: Run, acc: ResponseAccumulator) -> None:
     """Count what a failed stream reported; unknown unless its usage frame had arrived."""
+    state = run.state
     if acc.usage_reported and acc.usage is not None:
-        run.add_usage(acc.usage)
+        state.add_usage(acc.usage)
     elif acc.id is not None or acc.content_started or acc.usage is not None:
-        run.add_usage(acc.usage.with_known(False) if acc.usage is not None else Usage(known=False))
+        state.add_usage(
+            acc.usage.with_known(False) if acc.usage is not None else Usage(known=False)
+        )

@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from dive.agent._events import AgentEvent, ToolCallResultEvent
-from dive.agent._records import Persistence, Turn, TurnOutcome, TurnStatus
 from dive.errors import TurnError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages._codec import JSONValue
+from dive.turns import Persistence, Turn, TurnOutcome, TurnStatus
 
 __all__ = ["RunResult"]
 

@@ -1,38 +1,39 @@
 """Tool batch execution: the calls of one model response.
 
-Sequential (the default, and whenever a call is ``sequential_only`` or halting), per call:
-check for a stop → check the halted flag → ``tool_call`` event → validate input →
-``pre_tool_use`` → permission gate → check soft stop again → execute in a tool span → post
-hooks → ``tool_call_result`` event.
+Sequential (whenever a call is ``sequential_only`` or halting, for single calls, and when
+``parallel_tool_execution=False``), per call: check for a stop → check the halted flag →
+``tool_call`` event → validate input → ``pre_tool_use`` → permission gate → approval gate →
+check soft stop again → execute in a tool span → post hooks → ``tool_call_result`` event.
 
-Parallel (``parallel_tool_execution=True`` and more than one call): phase 1 prepares each call
-in order (events, validation, ``pre_tool_use``, gates); phase 2 runs one task per prepared
-call, at most ``max_tool_concurrency`` at once. Results are handled in completion order and
-recorded in call order. Every ``tool_call`` event gets exactly one ``tool_call_result``.
+Parallel: phase 1 prepares each call in order (events, validation, ``pre_tool_use``, gates);
+phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once. Results
+are handled in completion order and recorded in call order.
+
+Call states change only through the turn's call ledger; results go into the turn's open
+tool group. Every ``tool_call`` event gets exactly one ``tool_call_result``.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from dive.agent._approval import DENIED_TEXT, decide, default_policy
+from dive.agent._approval import DENIED_TEXT, decide
 from dive.agent._background import BackgroundTaskHandle
-from dive.agent._close import HALTED_TEXT
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallEvent, ToolCallResultEvent
 from dive.agent._exec import ExecResult, execute_call
-from dive.agent._hooks import call_hook
+from dive.agent._hooks import run_hooks
 from dive.agent._outputs import error_result
-from dive.agent._records import CallState, PendingToolCall
-from dive.agent._run import TurnRun
+from dive.agent._run import Run
 from dive.errors import HookAbort
-from dive.messages import Message, TextBlock, ToolCall, ToolResult
+from dive.messages import ToolCall, ToolResult
 from dive.tools import SuspendReason, Tool, ToolCallPreview, suggest_tool_names
+from dive.turns import HALTED_TEXT, OpenGroup, PendingToolCall, Transition
 
-__all__ = ["Batch", "run_batch"]
+__all__ = ["Batch", "post_hooks", "run_approved", "run_batch", "run_calls", "waiting"]
 
 
 @dataclass(slots=True)
@@ -43,82 +44,70 @@ class Prepared:
     tool: Tool
     input: Any
     preview: ToolCallPreview | None
-    context: str | None = None
     approved: bool | None = None
 
 
 @dataclass(slots=True)
 class Batch:
-    """The calls of one response and what is known about each."""
+    """What the loop needs to know about a finished batch beyond the turn state."""
 
-    calls: tuple[ToolCall, ...]
-    states: dict[str, CallState] = field(default_factory=dict[str, CallState])
-    results: dict[str, ToolResult] = field(default_factory=dict[str, ToolResult])
-    context: dict[str, str] = field(default_factory=dict[str, str])
-    halted: bool = False
     terminal: bool = False
-    announced: set[str] = field(default_factory=set[str])
-    emitted: set[str] = field(default_factory=set[str])
-    pending: dict[str, PendingToolCall] = field(default_factory=dict[str, PendingToolCall])
-
-    def result_messages(self) -> list[Message]:
-        """Recorded results in call order (no additional context)."""
-        return [
-            Message(role="tool", name=c.name, content=(self.results[c.id],))
-            for c in self.calls
-            if c.id in self.results
-        ]
-
-    def messages(self) -> list[Message]:
-        """Result messages in call order (recorded results only), then additional context."""
-        out = [
-            Message(role="tool", name=c.name, content=(self.results[c.id],))
-            for c in self.calls
-            if c.id in self.results
-        ]
-        ctx = [self.context[c.id] for c in self.calls if c.id in self.context]
-        if ctx:
-            out.append(Message(role="user", content=(TextBlock(text="\n".join(ctx)),)))
-        return out
 
 
-def _halts(run: TurnRun, tool: Tool) -> bool:
+def _halts(run: Run, tool: Tool) -> bool:
     return (
         tool.definition.halts_batch
         or tool.toolset_name is not None
-        or tool.name in run.declared_members
+        or tool.name in run.tools.declared
     )
 
 
+def _group(run: Run) -> OpenGroup:
+    group = run.state.group
+    assert group is not None, "no tool group is open"
+    return group
+
+
+def waiting(run: Run) -> bool:
+    """True when a call of the open group is held or suspended."""
+    group = run.state.group
+    if group is None:
+        return False
+    ledger = run.state.calls
+    return any(ledger.phase(c.id) in ("held", "suspended") for c in group.calls)
+
+
+def _record(
+    run: Run, call: ToolCall, result: ToolResult, how: Transition, error: str | None = None
+) -> None:
+    run.state.group_result(call.id, result)
+    run.state.calls.apply(call.id, how, error=error)
+
+
 async def _finish(
-    run: TurnRun,
-    batch: Batch,
+    run: Run,
     call: ToolCall,
     result: ToolResult,
-    state: CallState,
+    how: Transition,
     *,
     error: str | None = None,
     preview: ToolCallPreview | None = None,
 ) -> None:
-    batch.results[call.id] = result
-    batch.states[call.id] = state
-    run.set_call(call, state, error=error)
-    batch.emitted.add(call.id)
-    await run.emit(
+    _record(run, call, result, how, error)
+    await run.events.emit(
         ToolCallResultEvent(
             call=call,
             result=result,
-            state=state,
+            state=run.state.calls.state(call.id),
             error=error,
-            additional_context=batch.context.get(call.id),
+            additional_context=_group(run).context.get(call.id),
             preview=preview,
         )
     )
 
 
 async def _reject(
-    run: TurnRun,
-    batch: Batch,
+    run: Run,
     call: ToolCall,
     text: str,
     *,
@@ -132,77 +121,76 @@ async def _reject(
     With ``failure_hooks_for`` (invalid input), ``post_tool_use_failure`` sees the result.
     """
     if announce:
-        batch.announced.add(call.id)
-        await run.emit(ToolCallEvent(call=call, preview=preview))
+        await run.events.emit(ToolCallEvent(call=call, preview=preview))
     result = error_result(call, text)
     if failure_hooks_for is not None:
-        result = await post_hooks(run, batch, call, failure_hooks_for, result, "completed")
+        result = await post_hooks(run, call, failure_hooks_for, result, "reject", error)
         if _halts(run, failure_hooks_for):
-            batch.halted = True
-    await _finish(run, batch, call, result, "completed", error=error)
+            run.state.halt_group()
+    await _finish(run, call, result, "reject", error=error)
 
 
-async def _prepare(run: TurnRun, batch: Batch, call: ToolCall) -> Prepared | None:
-    tool = run.tools.get(call.name)
+async def _prepare(run: Run, call: ToolCall) -> Prepared | None:
+    tools = run.tools.by_name
+    tool = tools.get(call.name)
     if tool is None:
-        hint = suggest_tool_names(call.name, run.tools)
+        hint = suggest_tool_names(call.name, tools)
         clause = f" Did you mean: {', '.join(hint)}." if hint else ""
         text = f'Tool "{call.name}" does not exist and was not called.{clause}'
         text += " Call one of the tools declared for this turn."
-        await _reject(run, batch, call, text, error=f"UnknownToolError: {call.name}")
+        await _reject(run, call, text, error=f"UnknownToolError: {call.name}")
         return None
-    if batch.halted and _halts(run, tool):
-        await _reject(run, batch, call, HALTED_TEXT, error="BatchHaltedError")
+    if _group(run).halted and _halts(run, tool):
+        await _reject(run, call, HALTED_TEXT, error="BatchHaltedError")
         return None
     preview = _preview(tool, call)
-    batch.announced.add(call.id)
-    await run.emit(ToolCallEvent(call=call, preview=preview))
+    await run.events.emit(ToolCallEvent(call=call, preview=preview))
     if call.raw_arguments is not None:
         text = (
             f'Invalid arguments for tool "{call.name}": the input is not a JSON object: '
             f"{call.raw_arguments[:200]}"
         )
         await _reject(
-            run, batch, call, text, error="invalid input", announce=False, failure_hooks_for=tool
+            run, call, text, error="invalid input", announce=False, failure_hooks_for=tool
         )
         return None
     value, err = tool.validate(call.arguments)
     if err is not None:
-        await _reject(
-            run, batch, call, err, error="invalid input", announce=False, failure_hooks_for=tool
-        )
+        await _reject(run, call, err, error="invalid input", announce=False, failure_hooks_for=tool)
         return None
     prepared = Prepared(call=call, tool=tool, input=value, preview=preview)
-    if run.agent.hooks.pre_tool_use and not await _pre_tool_use(run, batch, prepared):
+    if run.config.hooks.pre_tool_use and not await _pre_tool_use(run, prepared):
         return None
+    return await _gates(run, prepared)
+
+
+async def _gates(run: Run, prepared: Prepared) -> Prepared | None:
+    """The permission gate, then the approval gate."""
+    call, tool = prepared.call, prepared.tool
     denied = _permission_denied(run, tool)
     if denied is not None:
-        await _reject(run, batch, call, denied, error="ToolPermissionError", announce=False)
+        await _reject(run, call, denied, error="ToolPermissionError", announce=False)
         if _halts(run, tool):
-            batch.halted = True
+            run.state.halt_group()
         return None
-    policy = run.agent.approval_policy
-    if (
-        policy is default_policy
-        and prepared.approved is None
-        and not tool.definition.requires_approval
-    ):
+    config = run.config
+    default = config.default_approval and prepared.approved is None
+    if default and not tool.definition.requires_approval:
         return prepared  # the default policy allows it: no decision to await
-    decision = await decide(policy, tool, call, prepared.approved)
+    decision = await decide(config.approval_policy, tool, call, prepared.approved)
     if decision.kind == "deny":
         text = decision.message or DENIED_TEXT
-        await _reject(run, batch, call, text, error="denied by the approval gate", announce=False)
+        await _reject(run, call, text, error="denied by the approval gate", announce=False)
         return None
     if decision.kind == "ask":
         prompt = decision.message or f'Approve calling "{call.name}" with {dict(call.arguments)}?'
-        await hold(run, batch, call, prompt, "approval_required", tool, started=False)
+        await hold(run, call, prompt, "approval_required", tool, started=False)
         return None
     return prepared
 
 
 async def hold(
-    run: TurnRun,
-    batch: Batch,
+    run: Run,
     call: ToolCall,
     prompt: str,
     reason: SuspendReason,
@@ -222,15 +210,14 @@ async def hold(
         halts_batch=tool.definition.halts_batch,
         started=started,
     )
-    await _wait(run, batch, call, pending)
+    await _wait(run, call, pending)
 
 
-async def _wait(run: TurnRun, batch: Batch, call: ToolCall, pending: PendingToolCall) -> None:
-    batch.pending[call.id] = pending
-    batch.states[call.id] = "waiting"
-    run.set_call(call, "waiting")
-    batch.emitted.add(call.id)
-    await run.emit(ToolCallResultEvent(call=call, result=None, state="waiting", suspension=pending))
+async def _wait(run: Run, call: ToolCall, pending: PendingToolCall) -> None:
+    run.state.calls.hold(call.id, pending)
+    await run.events.emit(
+        ToolCallResultEvent(call=call, result=None, state="waiting", suspension=pending)
+    )
 
 
 def _preview(tool: Tool, call: ToolCall) -> ToolCallPreview | None:
@@ -240,34 +227,25 @@ def _preview(tool: Tool, call: ToolCall) -> ToolCallPreview | None:
         return None
 
 
-async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
+async def _pre_tool_use(run: Run, p: Prepared) -> bool:
     """Run ``pre_tool_use`` hooks; False when the call was denied and answered."""
     ctx = run.hook_context("pre_tool_use")
     ctx.tool, ctx.call = p.tool, p.call
-    denial: str | None = None
-    for hook in run.agent.hooks.pre_tool_use:
-        try:
-            await call_hook(hook, ctx)
-        except HookAbort as exc:
-            exc.hook = "pre_tool_use"
-            raise
-        except Exception as exc:
-            if denial is None:
-                denial = str(exc) or type(exc).__name__
-    run.take_hook_reminders(ctx)
+    out = await run_hooks("pre_tool_use", run.config.hooks.pre_tool_use, ctx, run.config.log)
+    state = run.state
+    state.queue_reminders(ctx.take_reminders())
     p.approved = ctx.approved
     if ctx.additional_context:
-        p.context = ctx.additional_context
-        batch.context[p.call.id] = ctx.additional_context
-    if denial is not None:
-        await _reject(run, batch, p.call, denial, error="denied by pre_tool_use", announce=False)
+        state.group_context(p.call.id, ctx.additional_context)
+    if out.denial is not None:
+        text = str(out.denial) or type(out.denial).__name__
+        await _reject(run, p.call, text, error="denied by pre_tool_use", announce=False)
         return False
     if ctx.updated_input is not None:
         value, err = p.tool.validate(ctx.updated_input)
         if err is not None:
             await _reject(
                 run,
-                batch,
                 p.call,
                 err,
                 error="invalid updated input",
@@ -279,11 +257,11 @@ async def _pre_tool_use(run: TurnRun, batch: Batch, p: Prepared) -> bool:
     return True
 
 
-def _permission_denied(run: TurnRun, tool: Tool) -> str | None:
+def _permission_denied(run: Run, tool: Tool) -> str | None:
     needed = tool.definition.required_permissions
     if not needed:
         return None
-    granted = run.agent.granted_permissions
+    granted = run.config.granted_permissions
     if "*" in granted or needed <= granted:
         return None
     missing = ", ".join(sorted(needed - granted))
@@ -294,104 +272,108 @@ def _permission_denied(run: TurnRun, tool: Tool) -> str | None:
 
 
 async def post_hooks(
-    run: TurnRun, batch: Batch, call: ToolCall, tool: Tool, result: ToolResult, state: CallState
+    run: Run,
+    call: ToolCall,
+    tool: Tool,
+    result: ToolResult,
+    how: Transition,
+    error: str | None = None,
 ) -> ToolResult:
     """``post_tool_use`` (or ``_failure``); returns the possibly replaced result.
 
-    On ``HookAbort`` the call's own result is recorded first (it did run), then the abort
-    propagates; its ``tool_call_result`` event is emitted when the batch is closed.
+    On ``HookAbort`` the call's own result is recorded first (``how`` names its ledger
+    transition), then the abort propagates; its ``tool_call_result`` event is paid when the
+    turn ends.
     """
     failed = result.is_error
-    hooks = run.agent.hooks.post_tool_use_failure if failed else run.agent.hooks.post_tool_use
-    if not hooks:
+    hooks = run.config.hooks
+    point = "post_tool_use_failure" if failed else "post_tool_use"
+    chosen = hooks.post_tool_use_failure if failed else hooks.post_tool_use
+    if not chosen:
         return result
-    ctx = run.hook_context("post_tool_use_failure" if failed else "post_tool_use")
+    ctx = run.hook_context(point)
     ctx.tool, ctx.call, ctx.tool_result = tool, call, result
-    for hook in hooks:
-        try:
-            await call_hook(hook, ctx)
-        except HookAbort as exc:
-            exc.hook = ctx.hook_point
-            batch.results[call.id] = result
-            batch.states[call.id] = state
-            run.set_call(call, state)
-            raise
-        except Exception:
-            run.agent.log.exception("%s hook failed", ctx.hook_point)
+    try:
+        await run_hooks(point, chosen, ctx, run.config.log)
+    except HookAbort:
+        _record(run, call, result, how, error)
+        raise
     if ctx.additional_context:
-        prev = batch.context.get(call.id)
-        batch.context[call.id] = (
-            f"{prev}\n{ctx.additional_context}" if prev else ctx.additional_context
-        )
-    run.take_hook_reminders(ctx)
+        run.state.group_context(call.id, ctx.additional_context)
+    run.state.queue_reminders(ctx.take_reminders())
     return ctx.tool_result if ctx.tool_result is not None else result  # pyright: ignore[reportUnnecessaryComparison]
 
 
-async def _post(run: TurnRun, batch: Batch, p: Prepared, res: ExecResult) -> None:
+async def _post(run: Run, batch: Batch, p: Prepared, res: ExecResult) -> None:
     """Post hooks, then the result event, for a call that ran (a suspension: event only)."""
     if res.pending is not None:
-        await _wait(run, batch, p.call, res.pending)
+        await _wait(run, p.call, res.pending)
         return
+    how: Transition = "time_out" if res.state == "unknown" else "finish"
     failed = res.result.is_error
-    result = await post_hooks(run, batch, p.call, p.tool, res.result, res.state)
+    result = await post_hooks(run, p.call, p.tool, res.result, how, res.error)
     if failed and _halts(run, p.tool):
-        batch.halted = True
+        run.state.halt_group()
     if p.tool.definition.terminal:
         batch.terminal = True
-    await _finish(run, batch, p.call, result, res.state, error=res.error, preview=p.preview)
+    await _finish(run, p.call, result, how, error=res.error, preview=p.preview)
 
 
-async def _sequential(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
+async def _launch(run: Run, calls: Sequence[ToolCall], what: str) -> None:
+    """Record calls as starting in a step checkpoint; undo if the checkpoint failed."""
+    if not run.setup.durable:
+        return
+    ledger = run.state.calls
+    for c in calls:
+        ledger.begin(c.id)
+    try:
+        await checkpoint_step(run, what)
+    except BaseException:
+        for c in calls:
+            ledger.abort_start(c.id)
+        raise
+
+
+async def _execute(run: Run, batch: Batch, p: Prepared) -> None:
+    """Start one launched call, run it, and handle its result."""
+    run.state.calls.start(p.call.id)
+    res = await execute_call(run, p.tool, p.call, p.input)
+    await _post(run, batch, p, res)
+    if run.setup.durable:
+        await checkpoint_step(run, "the step after a tool result")
+
+
+async def _sequential(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
     for call in calls:
-        if batch.pending:
+        if waiting(run):
             return  # a suspension ends the batch: later calls run on resume
         run.check_soft_cancel()
-        prepared = await _prepare(run, batch, call)
+        prepared = await _prepare(run, call)
         if prepared is None:
             continue
         run.check_soft_cancel()
-        run.set_call(call, "running")
-        try:
-            if run.durable:
-                await checkpoint_step(run, f"starting tool call {call.id}")
-        except BaseException:
-            run.set_call(call, "not_started")
-            raise
-        batch.states[call.id] = "running"
-        run.executed_tool_calls += 1
-        res = await execute_call(run, prepared.tool, call, prepared.input)
-        await _post(run, batch, prepared, res)
-        if run.durable:
-            await checkpoint_step(run, "the step after a tool result")
+        await _launch(run, [call], f"starting tool call {call.id}")
+        await _execute(run, batch, prepared)
 
 
-async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
+async def _parallel(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
     prepared: list[Prepared] = []
     for call in calls:
         run.check_soft_cancel()
-        p = await _prepare(run, batch, call)
+        p = await _prepare(run, call)
         if p is not None:
             prepared.append(p)
     run.check_soft_cancel()
-    if prepared and run.agent.durability.checkpoint_steps and run.session is not None:
-        for p in prepared:
-            run.set_call(p.call, "running")  # as recorded: it may start from now on
-        try:
-            if run.durable:
-                await checkpoint_step(run, "launching parallel tool calls")
-        except BaseException:
-            for p in prepared:
-                run.set_call(p.call, "not_started")
-            raise
-    limit = asyncio.Semaphore(max(1, run.agent.max_tool_concurrency))
+    if prepared:
+        await _launch(run, [p.call for p in prepared], "launching parallel tool calls")
+    limit = asyncio.Semaphore(max(1, run.config.max_tool_concurrency))
+    ledger = run.state.calls
 
     async def one(p: Prepared) -> tuple[Prepared, ExecResult | None]:
         async with limit:
             if run.stop_requested:
-                return p, None  # pending → abandoned: never started
-            batch.states[p.call.id] = "running"
-            run.set_call(p.call, "running")
-            run.executed_tool_calls += 1
+                return p, None  # abandoned: never started
+            ledger.start(p.call.id)
             return p, await execute_call(run, p.tool, p.call, p.input)
 
     tasks: dict[asyncio.Future[Any], Prepared] = {
@@ -402,97 +384,89 @@ async def _parallel(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> No
             p, res = await fut
             if res is not None:
                 await _post(run, batch, p, res)
-                if run.durable:
+                if run.setup.durable:
                     await checkpoint_step(run, "the step after a tool result")
     except BaseException:
-        _abandon(run, batch, tasks)
+        _abandon(run, tasks)
         raise
 
 
-def _abandon(run: TurnRun, batch: Batch, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
+def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
     """A stopped batch: keep results already in, hand running calls to the background.
 
     Results already in are kept without post hooks; running calls get a background handle
     and their tasks are cancelled (not awaited).
     """
+    ledger = run.state.calls
+    group = _group(run)
     for task, p in tasks.items():
+        call = p.call
         if task.done():
-            if p.call.id not in batch.results and not task.cancelled() and not task.exception():
-                res = task.result()[1]
-                if res is not None:
-                    batch.results[p.call.id] = res.result
-                    batch.states[p.call.id] = res.state
-                    run.set_call(p.call, res.state, error=res.error)
+            if call.id in group.results or task.cancelled() or task.exception():
+                continue
+            res: ExecResult | None = task.result()[1]
+            if res is None:
+                continue
+            if res.pending is not None:
+                ledger.hold(call.id, res.pending)
+            else:
+                how: Transition = "time_out" if res.state == "unknown" else "finish"
+                _record(run, call, res.result, how, res.error)
             continue
-        if batch.states.get(p.call.id) == "running":
-            run.background_tasks.append(
+        if ledger.phase(call.id) == "running":
+            run.hand_to_background(
                 BackgroundTaskHandle(
                     task,
-                    p.call,
-                    run.turn_id,
-                    f"{p.call.name} call still running when its turn ended",
+                    call,
+                    run.state.turn_id,
+                    f"{call.name} call still running when its turn ended",
                 )
             )
         task.cancel()
 
 
-async def run_batch(run: TurnRun, calls: Sequence[ToolCall]) -> Batch:
-    """Run the calls of one response; the caller records ``batch.messages()``."""
-    batch = Batch(calls=tuple(calls))
-    for c in batch.calls:
-        batch.states[c.id] = "not_started"
-        run.set_call(c, "not_started")
-    run.batch = batch
-    await run_calls(run, batch, batch.calls)
+async def run_batch(run: Run, calls: Sequence[ToolCall]) -> Batch:
+    """Open the tool group of a response and run its calls."""
+    run.state.open_group(OpenGroup(tuple(calls)))
+    batch = Batch()
+    await run_calls(run, batch, calls)
     return batch
 
 
-async def run_calls(run: TurnRun, batch: Batch, calls: Sequence[ToolCall]) -> None:
-    """Run ``calls`` (some of ``batch``), sequentially or in parallel as the batch allows."""
-    tools = run.tools
+async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
+    """Run ``calls`` (some of the open group), sequentially or in parallel as allowed."""
+    tools = run.tools.by_name
+    group = _group(run)
     sequential = (
-        not run.agent.parallel_tool_execution
+        not run.config.parallel_tool_execution
         or len(calls) < 2
         or any(
             (t := tools.get(c.name)) is not None
             and (t.definition.sequential_only or _halts(run, t))
-            for c in batch.calls
+            for c in group.calls
         )
     )
     if sequential:
         await _sequential(run, batch, calls)
     else:
         await _parallel(run, batch, calls)
-    if batch.pending:
+    if waiting(run):
         return  # a suspension is recorded even when a stop was requested meanwhile
-    if run.stop_requested and len(batch.results) < len(batch.calls):
+    if run.stop_requested and len(group.results) < len(group.calls):
         run.check_soft_cancel()
 
 
-async def run_approved(run: TurnRun, batch: Batch, call: ToolCall) -> None:
+async def run_approved(run: Run, batch: Batch, call: ToolCall) -> None:
     """Run a call approved at the gate on resume (its hooks and gates already ran)."""
-    tool = run.tools.get(call.name)
+    tool = run.tools.by_name.get(call.name)
     if tool is None:
         text = f'Tool "{call.name}" is no longer available; it was not run.'
-        await _reject(run, batch, call, text, error="UnknownToolError", announce=False)
+        await _reject(run, call, text, error="UnknownToolError", announce=False)
         return
     value, err = tool.validate(call.arguments)
     if err is not None:
-        await _reject(
-            run, batch, call, err, error="invalid input", announce=False, failure_hooks_for=tool
-        )
+        await _reject(run, call, err, error="invalid input", announce=False, failure_hooks_for=tool)
         return
     run.check_soft_cancel()
-    run.set_call(call, "running")
-    try:
-        if run.durable:
-            await checkpoint_step(run, f"starting tool call {call.id}")
-    except BaseException:
-        run.set_call(call, "not_started")
-        raise
-    batch.states[call.id] = "running"
-    run.executed_tool_calls += 1
-    res = await execute_call(run, tool, call, value)
-    await _post(run, batch, Prepared(call=call, tool=tool, input=value, preview=None), res)
-    if run.durable:
-        await checkpoint_step(run, "the step after a tool result")
+    await _launch(run, [call], f"starting tool call {call.id}")
+    await _execute(run, batch, Prepared(call=call, tool=tool, input=value, preview=None))

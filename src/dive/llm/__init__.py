@@ -56,3 +56,7 @@ __all__ = [
     "parse_tool_arguments",
     "response_to_events",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

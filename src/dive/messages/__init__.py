@@ -6,6 +6,7 @@ provider SDK; providers convert at their boundary.
 """
 
 from dive.errors import IncompleteToolTurnError, MessageValidationError
+from dive.messages._backstop import UNKNOWN_RESULT_TEXT, answer_dangling_calls
 from dive.messages._blocks import (
     Base64Source,
     CacheControl,
@@ -49,6 +50,7 @@ from dive.messages._validate import complete_turn_boundary, shared_view, validat
 __all__ = [
     "EMPTY",
     "OBJECT_SCHEMA",
+    "UNKNOWN_RESULT_TEXT",
     "Base64Source",
     "CacheControl",
     "ContentBlock",
@@ -80,6 +82,7 @@ __all__ = [
     "UnknownBlock",
     "UrlSource",
     "Visibility",
+    "answer_dangling_calls",
     "complete_turn_boundary",
     "dumps",
     "messages_from_json",
@@ -88,3 +91,7 @@ __all__ = [
     "to_jsonable",
     "validate_complete_turns",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

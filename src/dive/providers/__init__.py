@@ -8,3 +8,7 @@ from dive.providers._registry import COMPATIBLE, PROVIDERS, model
 from dive.providers._retry import RetryPolicy
 
 __all__ = ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model"]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

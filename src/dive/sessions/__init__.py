@@ -1,7 +1,8 @@
 """Sessions as turn stores: the protocol, the shared log rules and the backends."""
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from dive.sessions._locks import session_lock
 from dive.sessions._memory import MemorySessionStore
 from dive.sessions._open import open_store
 from dive.sessions._protocol import (
@@ -13,15 +14,17 @@ from dive.sessions._protocol import (
 )
 from dive.sessions._sqlite import SQLiteSessionStore
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from dive.sessions._postgres import PostgresSessionStore
 
 
 def __getattr__(name: str) -> object:
     # PostgresSessionStore needs the optional psycopg extra; import it only when asked for.
     if name == "PostgresSessionStore":
+        from dive._public import publish
         from dive.sessions._postgres import PostgresSessionStore
 
+        publish(__name__, {name: PostgresSessionStore}, [name])
         return PostgresSessionStore
     raise AttributeError(name)
 
@@ -35,5 +38,10 @@ __all__ = [
     "SessionSnapshot",
     "SessionStore",
     "open_store",
+    "session_lock",
     "validate_session_id",
 ]
+
+from dive._public import publish as _publish  # noqa: E402
+
+_publish(__name__, globals(), __all__)

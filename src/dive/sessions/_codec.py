@@ -6,10 +6,10 @@ import json
 from dataclasses import is_dataclass
 from typing import Any
 
-from dive.agent._records import Turn
 from dive.errors import MessageValidationError, SessionCorruptedError
 from dive.messages._codec import MISSING, decode, dumps, field_defaults, to_jsonable
 from dive.sessions._log import Compaction, Entry
+from dive.turns import Turn
 
 __all__ = ["decode_entry", "encode_entry", "entry_kind"]
 

@@ -16,12 +16,12 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict
 
-from dive.agent._records import Turn, TurnOutcome
 from dive.errors import NoTurnError, RevisionConflictError, SuspendedSessionError, UserError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages._codec import FORBID_EXTRA
 from dive.sessions._protocol import SessionSnapshot
+from dive.turns import Turn, TurnOutcome
 
 __all__ = [
     "Compaction",
@@ -191,7 +191,7 @@ def plan_remove_last(last: Head | None, *, expected_revision: int | None, revisi
 
 def fork_entries(entries: Sequence[Entry], *, include_open_turn: bool) -> list[Entry]:
     """The entries a fork copies: up to the last completed turn, or the open turn closed."""
-    from dive.agent._recover import close_for_fork
+    from dive.turns import close_for_fork
 
     found = open_turn(entries)
     if found is None:

@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from dive.agent._records import Turn
 from dive.errors import SessionClaimedError, UserError
 from dive.llm import Usage
 from dive.messages import Message
@@ -24,6 +23,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.turns import Turn
 
 __all__ = ["MemorySessionStore"]
 

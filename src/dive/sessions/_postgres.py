@@ -14,7 +14,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from dive.agent._records import Turn
 from dive.errors import MissingExtraError, SessionClaimedError, StoreError, UserError
 from dive.llm import Usage
 from dive.messages import Message
@@ -37,6 +36,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.turns import Turn
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

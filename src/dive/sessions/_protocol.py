@@ -12,15 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from dive.errors import UserError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages._codec import empty
-
-if TYPE_CHECKING:
-    from dive.agent._records import Turn, TurnOutcome
+from dive.turns import Turn, TurnOutcome
 
 __all__ = [
     "Session",

@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dive.agent._records import Turn
 from dive.errors import SessionClaimedError, StoreError, UserError
 from dive.llm import Usage
 from dive.messages import Message
@@ -43,6 +42,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.turns import Turn
 
 __all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
 

@@ -19,3 +19,7 @@ __all__ = [
     "text",
     "tool_use",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -18,15 +18,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from dive.agent._close import UNKNOWN_TEXT
-from dive.agent._records import (
-    PendingToolCall,
-    SuspensionState,
-    ToolCallRecord,
-    Turn,
-    TurnOutcome,
-    new_turn_id,
-)
 from dive.errors import (
     NoTurnError,
     RevisionConflictError,
@@ -37,6 +28,15 @@ from dive.errors import (
 from dive.llm import Usage
 from dive.messages import Message, TextBlock, ToolCall, ToolResult, validate_complete_turns
 from dive.sessions import SessionStore
+from dive.turns import (
+    UNKNOWN_TEXT,
+    PendingToolCall,
+    SuspensionState,
+    ToolCallRecord,
+    Turn,
+    TurnOutcome,
+    new_turn_id,
+)
 
 __all__ = ["CHECKS", "Check", "turn"]
 

@@ -1,6 +1,7 @@
 """Tools: function tools, typed tools, toolsets, annotations, outputs and the tool context."""
 
 from dive.tools._context import ToolContext
+from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 from dive.tools._function import FunctionTool, schema_of, tool
 from dive.tools._schema import validate_against_schema
 from dive.tools._tool import (
@@ -26,7 +27,9 @@ __all__ = [
     "ToolCallPreview",
     "ToolContext",
     "ToolOutput",
+    "ToolProgressEvent",
     "ToolReturn",
+    "ToolStreamEvent",
     "Toolset",
     "TypedTool",
     "schema_of",
@@ -34,3 +37,7 @@ __all__ = [
     "tool",
     "validate_against_schema",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from dive.messages._codec import EMPTY, JSONValue
+from dive.messages import EMPTY, JSONValue
+from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:
-    from dive.agent._cancel import CancelToken
+    from dive.turns import CancelToken
 
 __all__ = ["ToolContext"]
 
@@ -73,8 +74,6 @@ class ToolContext:
         """Append text to this call's output stream (a ``tool_stream`` event)."""
         if self._emit is None or self.closed:
             return
-        from dive.agent._events import ToolStreamEvent
-
         await self._emit(ToolStreamEvent(tool_call_id=self.tool_call_id, text=text))
 
     async def report_progress(
@@ -83,8 +82,6 @@ class ToolContext:
         """Report progress (a ``tool_progress`` event; the latest wins)."""
         if self._emit is None or self.closed:
             return
-        from dive.agent._events import ToolProgressEvent
-
         await self._emit(
             ToolProgressEvent(
                 tool_call_id=self.tool_call_id, display=display, metadata=metadata or EMPTY

@@ -23,3 +23,7 @@ __all__ = [
     "capabilities_for",
     "place_markers",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -1,11 +1,11 @@
 """Request mapping: a provider-neutral ``ModelRequest`` → Messages API keyword arguments.
 
-Builds fresh wire dicts for every request (so cache markers and the encoder backstop never
-touch stored history): system blocks, tools sorted by name, tool choice, thinking and effort
-per the model's capabilities, sampling parameters dropped or forced per family, and messages
-regrouped (each run of tool messages becomes one user message, results first). Thinking,
-redacted thinking, server-tool pairs and unknown blocks go back only to the provider that
-produced them; unsigned thinking is dropped.
+Builds fresh wire dicts for every request (so cache markers and the answers to dangling calls
+never touch stored history): system blocks, tools sorted by name, tool choice, thinking and
+effort per the model's capabilities, sampling parameters dropped or forced per family, and
+messages regrouped (each run of tool messages becomes one user message, results first).
+Thinking, redacted thinking, server-tool pairs and unknown blocks go back only to the provider
+that produced them; unsigned thinking is dropped.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from dive.agent._close import UNKNOWN_TEXT
 from dive.errors import UnsupportedSettingError
 from dive.llm import ModelRequest, ModelSettings
 from dive.messages import (
@@ -38,6 +37,7 @@ from dive.messages import (
     UnknownBlock,
     UrlSource,
 )
+from dive.providers._history import sendable
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
 
@@ -174,15 +174,21 @@ def _append(out: list[Json], role: str, blocks: list[Json]) -> None:
     out.append({"role": role, "content": blocks})
 
 
-def _messages(messages: Sequence[Message], label: str) -> tuple[list[Json], list[str]]:
-    """Wire messages, and any text of system-role messages found in the history."""
+def _messages(history: Sequence[Message], label: str) -> tuple[list[Json], list[str]]:
+    """Wire messages, and any text of system-role messages found in the history.
+
+    Custom messages are dropped and calls without a result answered first (``sendable``); the
+    missing results land after the existing ``tool_result`` blocks, before other content of
+    that user message.
+    """
     out: list[Json] = []
     system_text: list[str] = []
-    paired = _pairs(messages)
-    last = len(messages) - 1
+    messages = sendable(history)
+    paired = _pairs(history)
+    last = -1  # only the history's own last message can be a pause_turn resend
+    if history and history[-1].role == "assistant" and history[-1].kind != "custom":
+        last = len(messages) - 1 - len(history[-1].tool_calls)  # its answers follow it
     for i, m in enumerate(messages):
-        if m.kind == "custom":
-            continue
         if m.role == "system":
             if m.text:
                 system_text.append(m.text)
@@ -193,33 +199,6 @@ def _messages(messages: Sequence[Message], label: str) -> tuple[list[Json], list
         role = "assistant" if m.role == "assistant" else "user"
         _append(out, role, blocks)
     return out, system_text
-
-
-def _backstop(messages: list[Json]) -> None:
-    """Answer any ``tool_use`` without a result (Unknown result text) in the outgoing request."""
-    for i, m in enumerate(messages):
-        if m["role"] != "assistant":
-            continue
-        ids = [b["id"] for b in m["content"] if b["type"] == "tool_use"]
-        if not ids:
-            continue
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        answered: set[str] = set()
-        if nxt is not None and nxt["role"] == "user":
-            answered = {str(b.get("tool_use_id")) for b in nxt["content"]}
-        missing = [
-            {"type": "tool_result", "tool_use_id": t, "content": UNKNOWN_TEXT, "is_error": True}
-            for t in ids
-            if t not in answered
-        ]
-        if not missing:
-            continue
-        if nxt is not None and nxt["role"] == "user":
-            results = [b for b in nxt["content"] if b["type"] == "tool_result"]
-            others = [b for b in nxt["content"] if b["type"] != "tool_result"]
-            nxt["content"] = results + missing + others
-        else:
-            messages.insert(i + 1, {"role": "user", "content": missing})
 
 
 def _tool(defn: ToolDefinition) -> Json:
@@ -326,7 +305,6 @@ def build_request(request: ModelRequest, model: str, label: str = "anthropic") -
         )
     max_tokens = s.max_tokens or caps.default_max_tokens
     messages, extra_system = _messages(request.messages, label)
-    _backstop(messages)
     kwargs: Json = {"model": model, "max_tokens": max_tokens, "messages": messages}
     system_text = "\n\n".join(t for t in (request.system, *extra_system) if t)
     system = [{"type": "text", "text": system_text}] if system_text else []

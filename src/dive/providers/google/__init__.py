@@ -16,3 +16,7 @@ from dive.providers.google._mapping import build_config, build_contents
 from dive.providers.google._model import GeminiModel
 
 __all__ = ["GeminiModel", "build_config", "build_contents"]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from dive.agent._close import UNKNOWN_TEXT
 from dive.llm import ModelRequest, ModelResponse, Usage
 from dive.messages import (
     Base64Source,
@@ -26,6 +25,7 @@ from dive.messages import (
     ThinkingBlock,
     ToolCall,
 )
+from dive.providers._history import sendable
 
 __all__ = ["LABEL", "build_config", "build_contents", "map_response", "map_usage"]
 
@@ -72,13 +72,15 @@ def _text_signatures(m: Message) -> dict[int, str]:
 
 
 def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
-    """Gemini ``contents`` and the text of any system-role messages."""
+    """Gemini ``contents`` and the text of any system-role messages.
+
+    A call without a result is answered (``sendable``) right after the results of its group,
+    as a ``function_response`` whose response is ``{"error": <Unknown result text>}``.
+    """
     contents: list[Json] = []
     system: list[str] = []
-    pending: dict[str, str] = {}
-    for m in messages:
-        if m.kind == "custom":
-            continue
+    names: dict[str, str] = {}
+    for m in sendable(messages):
         if m.role == "system":
             if m.text:
                 system.append(m.text)
@@ -87,7 +89,7 @@ def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
             r = m.tool_result
             if r is None:
                 continue
-            name = pending.pop(r.tool_call_id, r.name or "")
+            name = names.pop(r.tool_call_id, r.name or "")
             key = "error" if r.is_error else "output"
             part: Json = {
                 "function_response": {
@@ -109,13 +111,8 @@ def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
                 wire["thought_signature"] = _bytes(signed[i])
             parts.append(wire)
         for c in m.tool_calls:
-            pending[c.id] = c.name
+            names[c.id] = c.name
         _append(contents, role, parts)
-    for call_id, name in pending.items():  # the encoder backstop
-        answer = {
-            "function_response": {"name": name, "id": call_id, "response": {"error": UNKNOWN_TEXT}}
-        }
-        _append(contents, "user", [answer])
     return contents, system
 
 

@@ -17,3 +17,7 @@ from dive.providers.openai._model import OpenAIChatModel, OpenAIResponsesModel
 from dive.providers.openai._responses import responses_request
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesModel", "chat_request", "responses_request"]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

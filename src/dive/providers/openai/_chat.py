@@ -12,7 +12,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from dive.agent._close import UNKNOWN_TEXT
 from dive.errors import StreamInterruptedError
 from dive.llm import (
     ContentBlockDelta,
@@ -37,6 +36,7 @@ from dive.messages import (
     ToolCall,
     UrlSource,
 )
+from dive.providers._history import sendable
 from dive.providers.openai._errors import stream_error
 from dive.providers.openai._usage import as_json, chat_usage, obj
 
@@ -66,10 +66,9 @@ def _user_content(m: Message) -> str | list[Json]:
 
 
 def _messages(system: str, history: Sequence[Message], role: str) -> list[Json]:
+    """Chat messages; a call without a result is answered after the results of its group."""
     out: list[Json] = [{"role": role, "content": system}] if system else []
-    for m in history:
-        if m.kind == "custom":
-            continue
+    for m in sendable(history):
         if m.role == "system":
             out.append({"role": role, "content": m.text})
         elif m.role == "user":
@@ -99,25 +98,6 @@ def _messages(system: str, history: Sequence[Message], role: str) -> list[Json]:
                 msg["tool_calls"] = calls
             if msg["content"] is not None or calls:
                 out.append(msg)
-    return _backstop(out)
-
-
-def _backstop(messages: list[Json]) -> list[Json]:
-    """Answer tool calls that have no tool message (Unknown result), in the request only."""
-    out: list[Json] = []
-    for i, m in enumerate(messages):
-        out.append(m)
-        if m["role"] != "assistant" or "tool_calls" not in m:
-            continue
-        answered: set[str] = set()
-        for nxt in messages[i + 1 :]:
-            if nxt["role"] != "tool":
-                break
-            answered.add(str(nxt["tool_call_id"]))
-        for c in m["tool_calls"]:
-            if c["id"] not in answered:
-                out.append({"role": "tool", "tool_call_id": c["id"], "content": UNKNOWN_TEXT})
-    # answered results stay right after their calls (in the order they were given)
     return out
 
 

@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from dive.agent._close import UNKNOWN_TEXT
 from dive.errors import ProviderStateError, StreamInterruptedError
 from dive.llm import (
     ContentBlockDelta,
@@ -39,6 +38,7 @@ from dive.messages import (
     ThinkingBlock,
     ToolCall,
 )
+from dive.providers._history import sendable
 from dive.providers.openai._errors import stream_error
 from dive.providers.openai._usage import as_json, obj, responses_usage
 
@@ -55,14 +55,28 @@ def _replay(m: Message) -> list[Json] | None:
         raise ProviderStateError(
             "OpenAI Responses provider state must be a JSON array of output items"
         )
-    return [cast("Json", item) for item in state.data if isinstance(item, dict)]
+    items = [cast("Json", item) for item in state.data if isinstance(item, dict)]
+    return _rekeyed(items, [c.id for c in m.tool_calls])
+
+
+def _rekeyed(items: list[Json], ids: list[str]) -> list[Json]:
+    """Replayed function calls carry the message's call ids (dive re-keys repeated ids)."""
+    calls = [k for k, item in enumerate(items) if item.get("type") == "function_call"]
+    if len(calls) != len(ids):
+        return items
+    out = items
+    for k, new_id in zip(calls, ids, strict=True):
+        if items[k].get("call_id") != new_id:
+            if out is items:
+                out = list(items)
+            out[k] = {**items[k], "call_id": new_id}
+    return out
 
 
 def _input(history: Sequence[Message]) -> list[Json]:
+    """Input items; a call without a result is answered after the results of its group."""
     items: list[Json] = []
-    for m in history:
-        if m.kind == "custom":
-            continue
+    for m in sendable(history):
         if m.role in ("user", "system"):
             if m.text:
                 items.append(
@@ -99,23 +113,7 @@ def _input(history: Sequence[Message]) -> list[Json]:
                 items.append(
                     {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": args}
                 )
-    return _backstop(items)
-
-
-def _backstop(items: list[Json]) -> list[Json]:
-    answered = {str(i.get("call_id")) for i in items if i.get("type") == "function_call_output"}
-    out: list[Json] = []
-    for item in items:
-        out.append(item)
-        if item.get("type") == "function_call" and str(item.get("call_id")) not in answered:
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": item.get("call_id"),
-                    "output": UNKNOWN_TEXT,
-                }
-            )
-    return out
+    return items
 
 
 def responses_request(request: ModelRequest, model: str) -> Json:

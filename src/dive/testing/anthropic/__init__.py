@@ -67,3 +67,7 @@ __all__ = [
     "tool_use",
     "tool_use_block",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

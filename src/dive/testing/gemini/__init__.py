@@ -83,3 +83,7 @@ __all__ = [
     "text_part",
     "thought_part",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -80,3 +80,7 @@ __all__ = [
     "tool_call",
     "tool_calls",
 ]
+
+from dive._public import publish as _publish
+
+_publish(__name__, globals(), __all__)

@@ -139,6 +139,9 @@ class SuspensionState:
     context: Mapping[str, str] = field(default_factory=empty)
     model_calls: int = 0
     executed_tool_calls: int = 0
+    iterations: int = 0
+    budget_start: int = 0
+    tool_calls: tuple[ToolCallRecord, ...] = ()
 
     def to_json(self) -> str:
         """Compact JSON text."""
@@ -171,6 +174,8 @@ class Turn:
     finished_at: datetime | None = None
     model_calls: int = 0
     executed_tool_calls: int = 0
+    iterations: int = 0
+    budget_start: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (defaults omitted)."""

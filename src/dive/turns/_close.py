@@ -9,11 +9,17 @@ reminder whose details are the outcome JSON. The result always passes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-from dive.agent._records import IncompleteReason, NextStep, ToolCallRecord, TurnOutcome
-from dive.agent._reminders import Reminder, reminder_details, reminder_message
-from dive.messages import Message, TextBlock, ToolCall, ToolResult
+from dive.messages import UNKNOWN_RESULT_TEXT, Message, TextBlock, ToolCall, ToolResult
+from dive.messages._codec import decode
+from dive.turns._records import IncompleteReason, NextStep, ToolCallRecord, TurnOutcome
+from dive.turns._reminders import (
+    Reminder,
+    is_reminder,
+    reminder_details,
+    reminder_message,
+)
 
 __all__ = [
     "DEFAULT_NEXT",
@@ -22,17 +28,16 @@ __all__ = [
     "UNKNOWN_TEXT",
     "advise",
     "answer",
+    "answer_open_calls",
     "close_turn",
     "find_latest_turn_outcome",
     "find_turn_outcome",
+    "open_group_calls",
     "outcome_note",
 ]
 
 NOT_RUN_TEXT = "Not run: the turn ended before this call started. It had no effect."
-UNKNOWN_TEXT = (
-    "Unknown result: the turn ended while this call was running. Its result was not recorded; "
-    "it may have taken effect, so check before repeating it."
-)
+UNKNOWN_TEXT = UNKNOWN_RESULT_TEXT
 HALTED_TEXT = "Not executed: an earlier tool call in this response failed."
 
 DEFAULT_NEXT: Mapping[str, NextStep] = {
@@ -74,11 +79,12 @@ _CANCELED_TAIL = (
 )
 
 
-def advise(
-    reason: IncompleteReason, calls: Sequence[ToolCallRecord], read_only: Callable[[str], bool]
-) -> NextStep:
-    """Default advice for ``reason``, forced to ``reconcile`` by an unknown non-read-only call."""
-    if any(c.state == "unknown" and not read_only(c.name) for c in calls):
+def advise(reason: IncompleteReason, calls: Sequence[ToolCallRecord]) -> NextStep:
+    """Default advice for ``reason``, forced to ``reconcile`` by an unknown non-read-only call.
+
+    A record's ``reconcile`` flag says whether its tool is not read-only.
+    """
+    if any(c.state == "unknown" and c.reconcile for c in calls):
         return "reconcile"
     return DEFAULT_NEXT[reason]
 
@@ -114,6 +120,12 @@ def answer(call: ToolCall, state: str, *, timeout_text: str | None = None) -> Me
             ),
         ),
     )
+
+
+def open_group_calls(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
+    """The calls of the last tool group when some of them are unanswered, else ``()``."""
+    i = _open_group(messages)
+    return () if i is None else messages[i].tool_calls
 
 
 def _open_group(messages: Sequence[Message]) -> int | None:
@@ -169,9 +181,6 @@ def close_turn(
 
 def find_turn_outcome(message: Message) -> TurnOutcome | None:
     """The outcome carried by a ``turn-incomplete`` note, or None."""
-    from dive.agent._reminders import is_reminder
-    from dive.messages._codec import decode
-
     if not is_reminder(message, "turn-incomplete"):
         return None
     details = reminder_details(message)

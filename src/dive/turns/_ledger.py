@@ -1,0 +1,314 @@
+"""The call ledger: the one owner of a turn's tool call states.
+
+Every call of a recorded response is *announced* the moment the response is accepted, so it
+has a record from then on (a crash after that checkpoint still finds it). From there a call
+moves only through the named transitions of one table; anything else is a bug and raises
+:class:`LedgerError`.
+
+Internal phases and the state each one is recorded as:
+
+===============  ===============  ================================================
+phase            recorded state   meaning
+===============  ===============  ================================================
+``not_started``  ``not_started``  announced, never began
+``starting``     ``running``      about to start; the checkpoint says running, but
+                                  the tool has not been invoked yet
+``running``      ``running``      the tool was invoked
+``held``         ``waiting``      held at the approval gate, never started
+``suspended``    ``waiting``      the tool returned ``Suspend`` (it did start)
+``completed``    ``completed``    it has its own result (an error result included)
+``unknown``      ``unknown``      started, result not recorded (or it timed out)
+===============  ===============  ================================================
+
+Transitions (``close`` is how a turn that ends settles every call without a result):
+
+================  =========================================================
+transition        from → to
+================  =========================================================
+``begin``         not_started → starting
+``abort_start``   starting → not_started (the checkpoint failed, or the batch
+                  stopped before the tool was invoked)
+``start``         not_started | starting → running
+``finish``        running → completed
+``time_out``      running → unknown (the call keeps its timeout text)
+``reject``        not_started | held → completed (answered without running)
+``hold``          not_started → held
+``suspend``       running → suspended
+``release``       held → not_started (approved: it runs on resume)
+``supply``        suspended | held → completed (an external result)
+``close``         running | suspended → unknown; starting | held →
+                  not_started; the rest stay as they are
+================  =========================================================
+
+No path leads from a phase in which the tool was invoked (``running``, ``suspended``) to
+``not_started``: a call that may have started is never reported as not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
+
+from dive.messages import ToolCall, ToolDefinition
+from dive.turns._records import CallState, PendingToolCall, SuspensionState, ToolCallRecord
+
+__all__ = ["PHASE_STATE", "TRANSITIONS", "CallLedger", "LedgerError", "Phase", "Transition"]
+
+Phase = Literal["not_started", "starting", "running", "held", "suspended", "completed", "unknown"]
+Transition = Literal[
+    "begin",
+    "abort_start",
+    "start",
+    "finish",
+    "time_out",
+    "reject",
+    "hold",
+    "suspend",
+    "release",
+    "supply",
+    "close",
+]
+
+PHASE_STATE: Mapping[Phase, CallState] = {
+    "not_started": "not_started",
+    "starting": "running",
+    "running": "running",
+    "held": "waiting",
+    "suspended": "waiting",
+    "completed": "completed",
+    "unknown": "unknown",
+}
+
+TRANSITIONS: Mapping[Transition, Mapping[Phase, Phase]] = {
+    "begin": {"not_started": "starting"},
+    "abort_start": {"starting": "not_started"},
+    "start": {"not_started": "running", "starting": "running"},
+    "finish": {"running": "completed"},
+    "time_out": {"running": "unknown"},
+    "reject": {"not_started": "completed", "held": "completed"},
+    "hold": {"not_started": "held"},
+    "suspend": {"running": "suspended"},
+    "release": {"held": "not_started"},
+    "supply": {"suspended": "completed", "held": "completed"},
+    "close": {
+        "not_started": "not_started",
+        "starting": "not_started",
+        "running": "unknown",
+        "held": "not_started",
+        "suspended": "unknown",
+        "completed": "completed",
+        "unknown": "unknown",
+    },
+}
+
+
+class LedgerError(AssertionError):
+    """An illegal call-state transition: a bug in dive, never the user's input."""
+
+
+class _Entry:
+    __slots__ = (
+        "effect",
+        "error",
+        "id",
+        "name",
+        "origin",
+        "pending",
+        "phase",
+        "record",
+        "risk",
+        "tags",
+    )
+
+    def __init__(self, id: str, name: str, phase: Phase) -> None:
+        self.id = id
+        self.name = name
+        self.phase: Phase = phase
+        self.error: str | None = None
+        self.pending: PendingToolCall | None = None
+        self.record: ToolCallRecord | None = None
+        self.origin: str | None = None
+        self.tags: tuple[str, ...] = ()
+        self.effect: str | None = None
+        self.risk: str | None = None
+
+    def govern(self, d: ToolDefinition) -> None:
+        self.origin, self.tags = d.origin, tuple(sorted(d.tags))
+        self.effect, self.risk = d.effect_type, d.risk_level
+
+    def build(self) -> ToolCallRecord:
+        if self.record is None:
+            state = PHASE_STATE[self.phase]
+            self.record = ToolCallRecord(
+                id=self.id,
+                name=self.name,
+                state=state,
+                reconcile=state == "unknown" and self.effect != "read_only",
+                error=self.error,
+                origin=self.origin,
+                tags=self.tags,
+                effect=self.effect,
+                risk=self.risk,
+            )
+        return self.record
+
+
+class CallLedger:
+    """Call states of one turn, changed only through the transitions of :data:`TRANSITIONS`."""
+
+    __slots__ = ("_entries", "_executed")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._executed = 0
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def executed(self) -> int:
+        """Calls of this turn whose tool was invoked (the ``max_tool_calls_per_turn`` count)."""
+        return self._executed
+
+    def phase(self, call_id: str) -> Phase:
+        """The internal phase of ``call_id``."""
+        return self._entry(call_id).phase
+
+    def state(self, call_id: str) -> CallState:
+        """The recorded state of ``call_id``."""
+        return PHASE_STATE[self._entry(call_id).phase]
+
+    def pending(self, call_id: str) -> PendingToolCall | None:
+        """The pending call of a held or suspended call."""
+        return self._entry(call_id).pending
+
+    def records(self, ids: Iterable[str] | None = None) -> tuple[ToolCallRecord, ...]:
+        """Records of ``ids`` (every call of the turn when None), in announcement order."""
+        if ids is None:
+            return tuple(e.build() for e in self._entries.values())
+        return tuple(self._entries[i].build() for i in ids if i in self._entries)
+
+    def read_only(self, call_id: str) -> bool:
+        """True if the tool of ``call_id`` is known to be read-only."""
+        return self._entry(call_id).effect == "read_only"
+
+    def _entry(self, call_id: str) -> _Entry:
+        entry = self._entries.get(call_id)
+        if entry is None:
+            raise LedgerError(f"tool call {call_id!r} was never announced in this turn")
+        return entry
+
+    # --- transitions --------------------------------------------------------------------------
+
+    def announce(self, call: ToolCall, definition: ToolDefinition | None) -> None:
+        """Record a call of an accepted response as ``not_started``."""
+        if call.id in self._entries:
+            raise LedgerError(f"tool call {call.id!r} was announced twice in one turn")
+        entry = _Entry(call.id, call.name, "not_started")
+        if definition is not None:
+            entry.govern(definition)
+        self._entries[call.id] = entry
+
+    def apply(self, call_id: str, transition: Transition, *, error: str | None = None) -> Phase:
+        """Apply ``transition`` to ``call_id``; raises ``LedgerError`` if the table forbids it."""
+        entry = self._entry(call_id)
+        to = TRANSITIONS[transition].get(entry.phase)
+        if to is None:
+            raise LedgerError(
+                f"tool call {call_id!r}: transition {transition!r} is not allowed from "
+                f"{entry.phase!r}"
+            )
+        if to == "running" and entry.phase != "running":
+            self._executed += 1
+        if entry.phase != to or error is not None:
+            entry.phase = to
+            if error is not None:
+                entry.error = error
+            entry.record = None
+        if to not in ("held", "suspended"):
+            entry.pending = None
+        return to
+
+    def begin(self, call_id: str) -> None:
+        """The call is about to start (recorded ``running`` from the next checkpoint on)."""
+        self.apply(call_id, "begin")
+
+    def abort_start(self, call_id: str) -> None:
+        """The call will not start after all (its tool was never invoked)."""
+        self.apply(call_id, "abort_start")
+
+    def start(self, call_id: str) -> None:
+        """The tool is invoked now."""
+        self.apply(call_id, "start")
+
+    def finish(self, call_id: str, *, error: str | None = None, timed_out: bool = False) -> None:
+        """The call produced its own result (``unknown`` when it timed out)."""
+        self.apply(call_id, "time_out" if timed_out else "finish", error=error)
+
+    def reject(self, call_id: str, *, error: str | None = None) -> None:
+        """The call is answered without running (denied, unknown tool, invalid input, ...)."""
+        self.apply(call_id, "reject", error=error)
+
+    def hold(self, call_id: str, pending: PendingToolCall) -> None:
+        """Hold an unstarted call (approval gate) or a started one that suspended."""
+        self.apply(call_id, "suspend" if pending.started else "hold")
+        self._entries[call_id].pending = pending
+
+    def release(self, call_id: str) -> None:
+        """A held call was approved: it is ``not_started`` again and runs next."""
+        self.apply(call_id, "release")
+
+    def supply(self, call_id: str) -> None:
+        """An external result answers a held or suspended call."""
+        self.apply(call_id, "supply")
+
+    def close(self, ids: Iterable[str] | None = None) -> None:
+        """Settle calls that have no result: started ones ``unknown``, the rest not started."""
+        for call_id in list(self._entries) if ids is None else ids:
+            self.apply(call_id, "close")
+
+    # --- restoring ----------------------------------------------------------------------------
+
+    @classmethod
+    def restore(
+        cls,
+        records: Sequence[ToolCallRecord],
+        *,
+        suspension: SuspensionState | None = None,
+        executed: int = 0,
+        definition_of: Callable[[str], ToolDefinition | None] | None = None,
+    ) -> CallLedger:
+        """A ledger for a stored turn (fold, resume, recovery, fork).
+
+        A ``waiting`` record is ``suspended`` when its pending call had started, else
+        ``held``; a ``running`` record is ``running`` (its tool may have been invoked).
+        """
+        ledger = cls()
+        pending = {p.id: p for p in suspension.pending_tool_calls} if suspension else {}
+        for rec in records:
+            if rec.state == "waiting":
+                p = pending.get(rec.id)
+                phase: Phase = "suspended" if p is None or p.started else "held"
+            else:
+                phase = rec.state
+            entry = _Entry(rec.id, rec.name, phase)
+            entry.error = rec.error
+            entry.pending = pending.get(rec.id) if phase in ("held", "suspended") else None
+            d = definition_of(rec.name) if definition_of is not None else None
+            if d is not None:
+                entry.govern(d)
+            else:  # keep the stored governance fields as they were
+                entry.origin, entry.tags, entry.effect, entry.risk = (
+                    rec.origin,
+                    rec.tags,
+                    rec.effect,
+                    rec.risk,
+                )
+            ledger._entries[rec.id] = entry
+        ledger._executed = executed
+        return ledger

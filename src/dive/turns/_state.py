@@ -1,0 +1,546 @@
+"""``TurnState``: the state of one turn while it runs, changed only through its own methods.
+
+It owns the output record (full fidelity: what is saved), the model-facing working set (what
+hooks may rewrite), the tool group in flight, the call ledger, counters, usage and queued
+reminders. Every message the turn adds goes through :meth:`TurnState.add`, so record and
+working set never drift apart; the records it builds (``running_turn``, ``final_turn``,
+``suspension_state``) are the only way a turn's state leaves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from dive.llm import ModelResponse, ResponseAccumulator, Usage
+from dive.messages import (
+    JSONValue,
+    Message,
+    ServerToolCall,
+    ServerToolResult,
+    TextBlock,
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+)
+from dive.turns._ledger import CallLedger
+from dive.turns._records import (
+    SuspensionState,
+    Turn,
+    TurnOrigin,
+    TurnOutcome,
+    TurnStatus,
+)
+from dive.turns._recover import split_suspended
+from dive.turns._reminders import Reminder, reminder_message
+
+__all__ = ["OpenGroup", "TurnState"]
+
+
+class OpenGroup:
+    """The tool calls of one response while they run: results and hook context so far."""
+
+    __slots__ = ("_context", "_halted", "_results", "calls")
+
+    def __init__(
+        self,
+        calls: tuple[ToolCall, ...],
+        *,
+        results: Mapping[str, ToolResult] | None = None,
+        context: Mapping[str, str] | None = None,
+        halted: bool = False,
+    ) -> None:
+        self.calls = calls
+        self._results: dict[str, ToolResult] = dict(results or {})
+        self._context: dict[str, str] = dict(context or {})
+        self._halted = halted
+
+    @property
+    def results(self) -> Mapping[str, ToolResult]:
+        """Recorded results by call id."""
+        return self._results
+
+    @property
+    def context(self) -> Mapping[str, str]:
+        """Hook ``additional_context`` by call id."""
+        return self._context
+
+    @property
+    def halted(self) -> bool:
+        """True once a halting call failed: later halting calls are not run."""
+        return self._halted
+
+    def result_messages(self) -> list[Message]:
+        """Recorded results in call order (no additional context)."""
+        return [
+            Message(role="tool", name=c.name, content=(self._results[c.id],))
+            for c in self.calls
+            if c.id in self._results
+        ]
+
+    def messages(self) -> list[Message]:
+        """Result messages in call order, then the joined additional context."""
+        out = self.result_messages()
+        ctx = [self._context[c.id] for c in self.calls if c.id in self._context]
+        if ctx:
+            out.append(Message(role="user", content=(TextBlock(text="\n".join(ctx)),)))
+        return out
+
+
+class TurnState:
+    """The state of one turn; see the module docstring."""
+
+    __slots__ = (
+        "_accepted",
+        "_budget_start",
+        "_checkpoints",
+        "_created_at",
+        "_group",
+        "_iterations",
+        "_last_response",
+        "_ledger",
+        "_model_calls",
+        "_model_only",
+        "_origin",
+        "_output",
+        "_output_failures",
+        "_prior_usage",
+        "_queued",
+        "_record",
+        "_revision",
+        "_stream",
+        "_system_prompt",
+        "_turn_id",
+        "_usage",
+        "_usage_unknown",
+        "_working",
+    )
+
+    def __init__(
+        self,
+        *,
+        turn_id: str,
+        origin: TurnOrigin,
+        history: Sequence[Message],
+        system_prompt: str,
+        ledger: CallLedger | None = None,
+        prior_usage: Usage | None = None,
+        model_calls: int = 0,
+        iterations: int = 0,
+        budget_start: int = 0,
+        revision: int = 0,
+        created_at: datetime | None = None,
+        accepted: Mapping[str, JSONValue] | None = None,
+    ) -> None:
+        self._turn_id = turn_id
+        self._origin = origin
+        self._created_at = created_at or datetime.now(UTC)
+        self._system_prompt = system_prompt
+        self._record: list[Message] = []
+        self._working: list[Message] = list(history)
+        self._model_only: list[Message] = []
+        self._ledger = ledger or CallLedger()
+        self._group: OpenGroup | None = None
+        self._usage = Usage.ZERO
+        self._prior_usage = prior_usage or Usage.ZERO
+        self._usage_unknown = False
+        self._model_calls = model_calls
+        self._iterations = max(iterations, model_calls)
+        self._budget_start = budget_start
+        self._revision = revision
+        self._checkpoints = 0
+        self._queued: list[tuple[Reminder, bool]] = []
+        self._output: Any = None
+        self._output_failures = 0
+        self._last_response: ModelResponse | None = None
+        self._stream: ResponseAccumulator | None = None
+        self._accepted: dict[str, JSONValue] = dict(accepted or {})
+
+    @classmethod
+    def reopen(
+        cls,
+        stored: Turn,
+        *,
+        history: Sequence[Message],
+        system_prompt: str,
+        revision: int,
+        definition_of: Callable[[str], ToolDefinition | None] | None = None,
+    ) -> TurnState:
+        """The state of a stored suspended turn: its record, and the suspended group reopened."""
+        s = stored.suspension
+        if s is None:
+            raise ValueError(f"turn {stored.id} is not suspended")
+        state = cls(
+            turn_id=s.turn_id,
+            origin=s.origin,
+            history=history,
+            system_prompt=system_prompt,
+            ledger=CallLedger.restore(
+                stored.tool_calls,
+                suspension=s,
+                executed=s.executed_tool_calls,
+                definition_of=definition_of,
+            ),
+            prior_usage=s.usage,
+            model_calls=s.model_calls,
+            iterations=s.iterations,
+            budget_start=s.budget_start,
+            revision=revision,
+            created_at=stored.created_at,
+            accepted=s.accepted,
+        )
+        prefix, calls, results = split_suspended(s.turn_messages)
+        for m in prefix:
+            state.add(m)
+        state.open_group(
+            OpenGroup(calls, results=results, context=s.context, halted=s.batch_halted)
+        )
+        return state
+
+    @property
+    def turn_id(self) -> str:
+        """The turn's id (stable across resume and continue)."""
+        return self._turn_id
+
+    @property
+    def origin(self) -> TurnOrigin:
+        """What started the turn."""
+        return self._origin
+
+    @property
+    def created_at(self) -> datetime:
+        """When the turn began."""
+        return self._created_at
+
+    # --- messages -----------------------------------------------------------------------------
+
+    @property
+    def record(self) -> Sequence[Message]:
+        """The turn's messages as recorded (what is saved)."""
+        return self._record
+
+    @property
+    def working(self) -> Sequence[Message]:
+        """What the model is sent: history, the record and model-only messages."""
+        return self._working
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt of the next model call."""
+        return self._system_prompt
+
+    def set_system_prompt(self, text: str) -> None:
+        """Replace the system prompt (``pre_generation`` / ``pre_iteration`` hooks)."""
+        self._system_prompt = text
+
+    def add(self, message: Message) -> None:
+        """Append a message to the record and the working set."""
+        self._record.append(message)
+        self._working.append(message)
+
+    def add_model_only(self, message: Message) -> None:
+        """Append a message the model sees during this invocation but that is not saved."""
+        self._model_only.append(message)
+        self._working.append(message)
+
+    def seed(self, messages: Sequence[Message], *, persist: bool) -> None:
+        """``session_start`` messages: recorded with the turn, or for the model only."""
+        for m in messages:
+            if persist:
+                self.add(m)
+            else:
+                self._working.append(m)
+
+    def replace_working(self, messages: Sequence[Message]) -> None:
+        """Replace the model-facing working set (a hook's rewrite; the record is kept)."""
+        self._working = list(messages)
+
+    def reappend_model_only(self) -> None:
+        """Re-append this invocation's model-only messages at the tail (after a ``stop``)."""
+        self._working.extend(self._model_only)
+
+    def add_response(
+        self, message: Message, definitions: Mapping[str, ToolDefinition | None]
+    ) -> None:
+        """Record an assistant message and announce every call it makes."""
+        if message.content:
+            self.add(message)
+        for call in message.tool_calls:
+            self._ledger.announce(call, definitions.get(call.name))
+
+    def drop_unanswered_server_calls(self) -> None:
+        """After giving up on a pause: drop the paused messages' unanswered server calls."""
+        start = len(self._record)
+        while start > 0 and self._record[start - 1].role == "assistant":
+            start -= 1
+        tail = self._record[start:]
+        answered = {
+            b.tool_use_id for m in tail for b in m.content if isinstance(b, ServerToolResult)
+        }
+        rebuilt: list[Message] = []
+        for m in tail:
+            kept = tuple(
+                b for b in m.content if not (isinstance(b, ServerToolCall) and b.id not in answered)
+            )
+            if kept:
+                rebuilt.append(m if kept == m.content else replace(m, content=kept))
+        if [id(m) for m in rebuilt] == [id(m) for m in tail]:
+            return
+        del self._record[start:]
+        self._working = [m for m in self._working if not any(m is t for t in tail)]
+        for m in rebuilt:
+            self.add(m)
+
+    def close_record(self, messages: Sequence[Message]) -> None:
+        """Replace the record with its closed form (the ending only)."""
+        self._record = list(messages)
+
+    # --- the tool group in flight ------------------------------------------------------------
+
+    @property
+    def calls(self) -> CallLedger:
+        """The call ledger: the only owner of call states."""
+        return self._ledger
+
+    @property
+    def group(self) -> OpenGroup | None:
+        """The tool group in flight, if any."""
+        return self._group
+
+    def open_group(self, group: OpenGroup) -> None:
+        """Start running the calls of a response (or resume a suspended group)."""
+        self._group = group
+
+    def group_result(self, call_id: str, result: ToolResult) -> None:
+        """Record a call's result in the open group."""
+        assert self._group is not None
+        self._group._results[call_id] = result  # pyright: ignore[reportPrivateUsage]
+
+    def group_context(self, call_id: str, text: str) -> None:
+        """Add hook context for a call (joined to earlier context with a newline)."""
+        assert self._group is not None
+        ctx = self._group._context  # pyright: ignore[reportPrivateUsage]
+        prev = ctx.get(call_id)
+        ctx[call_id] = f"{prev}\n{text}" if prev else text
+
+    def halt_group(self) -> None:
+        """A halting call failed: later halting calls of the group are not run."""
+        assert self._group is not None
+        self._group._halted = True  # pyright: ignore[reportPrivateUsage]
+
+    def close_group(self) -> OpenGroup | None:
+        """Record the open group's results (call order, context after) and clear it."""
+        group, self._group = self._group, None
+        if group is not None:
+            for m in group.messages():
+                self.add(m)
+        return group
+
+    def take_group(self) -> OpenGroup | None:
+        """Clear the open group without recording it (the ending records what is known)."""
+        group, self._group = self._group, None
+        return group
+
+    # --- counters and usage --------------------------------------------------------------------
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls of the turn (pause resends excluded), across suspensions."""
+        return self._model_calls
+
+    @property
+    def iterations(self) -> int:
+        """Every model call of the turn, pause resends included (``pre_iteration``'s count)."""
+        return self._iterations
+
+    @property
+    def budget_used(self) -> int:
+        """Model calls counted against ``max_model_calls_per_turn`` (since a fresh budget)."""
+        return self._model_calls - self._budget_start
+
+    def count_iteration(self) -> None:
+        """A model call was made."""
+        self._iterations += 1
+
+    def count_model_call(self) -> None:
+        """A model call that counts against the limit completed."""
+        self._model_calls += 1
+
+    def grant_fresh_budget(self) -> None:
+        """A ``stop`` continuation: the model-call limit counts from here."""
+        self._budget_start = self._model_calls
+
+    @property
+    def usage(self) -> Usage:
+        """Usage of this invocation."""
+        return self._usage
+
+    @property
+    def turn_usage(self) -> Usage:
+        """Usage of the whole turn (earlier parts of a resumed or folded turn included)."""
+        return self._prior_usage + self._usage
+
+    @property
+    def usage_unknown(self) -> bool:
+        """True once a model call's usage was not reported."""
+        return self._usage_unknown
+
+    def add_usage(self, usage: Usage) -> None:
+        """Add one model call's usage."""
+        self._usage = self._usage + usage
+        if not usage.known:
+            self._usage_unknown = True
+
+    @property
+    def last_response(self) -> ModelResponse | None:
+        """The last model response of this invocation."""
+        return self._last_response
+
+    def stream_started(self, accumulator: ResponseAccumulator) -> None:
+        """A model call began; its accumulator holds what has arrived."""
+        self._stream = accumulator
+
+    def response_arrived(self, response: ModelResponse) -> None:
+        """The model call finished with ``response``."""
+        self._stream = None
+        self._last_response = response
+
+    def take_partial_stream(self) -> ResponseAccumulator | None:
+        """The accumulator of an interrupted model call, once."""
+        acc, self._stream = self._stream, None
+        return acc
+
+    # --- structured output ---------------------------------------------------------------------
+
+    @property
+    def output(self) -> Any:
+        """The accepted structured output, if any."""
+        return self._output
+
+    def set_output(self, value: Any) -> None:
+        """Accept the structured output."""
+        self._output = value
+
+    def count_output_failure(self) -> int:
+        """Count a failed structured-output attempt; returns the count."""
+        self._output_failures += 1
+        return self._output_failures
+
+    # --- reminders -----------------------------------------------------------------------------
+
+    def queue_reminders(self, items: Sequence[tuple[Reminder, bool]]) -> None:
+        """Queue reminders (``recorded`` flag) for the next iteration boundary."""
+        self._queued.extend(items)
+
+    def flush_reminders(self) -> None:
+        """Deliver queued reminders at an iteration boundary."""
+        if not self._queued:
+            return
+        queued, self._queued = self._queued, []
+        for reminder, recorded in queued:
+            msg = reminder_message(reminder)
+            if recorded:
+                self.add(msg)
+            else:
+                self.add_model_only(msg)
+
+    def take_recorded_reminders(self) -> list[Message]:
+        """Queued recorded reminders as messages (model-only ones are dropped)."""
+        queued, self._queued = self._queued, []
+        return [reminder_message(r) for r, recorded in queued if recorded]
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """The session revision the next write expects."""
+        return self._revision
+
+    @property
+    def checkpoints(self) -> int:
+        """Step checkpoints written by this invocation."""
+        return self._checkpoints
+
+    def saved(self, revision: int, *, step: bool = False) -> None:
+        """A write landed at ``revision``."""
+        self._revision = revision
+        if step:
+            self._checkpoints += 1
+
+    @property
+    def accepted(self) -> Mapping[str, JSONValue]:
+        """Resume results accepted so far, as JSON (idempotent re-submission)."""
+        return self._accepted
+
+    def accept(self, accepted: Mapping[str, JSONValue]) -> None:
+        """Remember the results a resume accepted."""
+        self._accepted = dict(accepted)
+
+    # --- records -------------------------------------------------------------------------------
+
+    def running_turn(self) -> Turn:
+        """The ``running`` record as it stands (results of the group in flight included)."""
+        messages = list(self._record)
+        if self._group is not None:
+            messages.extend(self._group.messages())
+        return self._turn("running", tuple(messages))
+
+    def final_turn(
+        self,
+        status: TurnStatus,
+        *,
+        outcome: TurnOutcome | None = None,
+        suspension: SuspensionState | None = None,
+    ) -> Turn:
+        """The record of the turn as it ends."""
+        return replace(
+            self._turn(status, tuple(self._record)),
+            outcome=outcome,
+            suspension=suspension,
+            finished_at=datetime.now(UTC),
+        )
+
+    def _turn(self, status: TurnStatus, messages: tuple[Message, ...]) -> Turn:
+        return Turn(
+            id=self._turn_id,
+            status=status,
+            origin=self._origin,
+            messages=messages,
+            tool_calls=self._ledger.records(),
+            usage=self.turn_usage,
+            created_at=self._created_at,
+            model_calls=self._model_calls,
+            executed_tool_calls=self._ledger.executed,
+            iterations=self._iterations,
+            budget_start=self._budget_start,
+        )
+
+    def suspend(self) -> SuspensionState:
+        """Record the suspended group's results so far; return its ``SuspensionState``.
+
+        The group stays open: its pending calls are what the suspension waits for.
+        """
+        group = self._group
+        assert group is not None
+        for m in group.result_messages():
+            self.add(m)
+        ledger = self._ledger
+        pending = tuple(p for c in group.calls if (p := ledger.pending(c.id)) is not None)
+        return SuspensionState(
+            turn_id=self._turn_id,
+            pending_tool_calls=pending,
+            completed_tool_calls=tuple(c.id for c in group.calls if c.id in group.results),
+            turn_messages=tuple(self._record),
+            batch_halted=group.halted,
+            usage=self.turn_usage,
+            origin=self._origin,
+            accepted=dict(self._accepted),
+            context=dict(group.context),
+            model_calls=self._model_calls,
+            executed_tool_calls=ledger.executed,
+            iterations=self._iterations,
+            budget_start=self._budget_start,
+            tool_calls=ledger.records(),
+        )

@@ -1,0 +1,188 @@
+"""The architecture the code promises: import direction, no cycles, one owner of turn state.
+
+These walk the source (every import statement, ``TYPE_CHECKING`` and function-level ones
+included), so they fail on the commit that breaks a rule, not later.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "dive"
+
+# What each part of dive may import (besides itself). Lower layers never import higher ones.
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "messages": {"errors"},
+    "llm": {"errors", "messages"},
+    "turns": {"errors", "messages", "llm"},
+    "tools": {"errors", "messages", "llm", "turns"},
+    "tracing": {"errors", "messages", "llm"},
+    "sessions": {"errors", "messages", "llm", "turns"},
+    "providers": {"errors", "messages", "llm", "tools"},
+    "agent": {"errors", "messages", "llm", "turns", "tools", "tracing", "sessions", "providers"},
+}
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def _imports(module: str, path: Path) -> Iterator[str]:
+    """Every module name ``module`` imports (absolute, ``TYPE_CHECKING`` and lazy included)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target
+            for alias in node.names:  # ``from dive.x import _y`` may import a submodule
+                yield f"{target}.{alias.name}"
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "dive" or len(parts) < 2:
+        return None
+    return parts[1].removesuffix(".py")
+
+
+def test_imports_point_down() -> None:
+    known = {m for m, _ in _modules()}
+    problems: list[str] = []
+    for module, path in _modules():
+        mine = _part(module)
+        if mine not in ALLOWED:
+            continue  # dive/__init__ and dive.testing may use everything
+        for target in _imports(module, path):
+            if target not in known:
+                continue
+            theirs = _part(target)
+            if theirs is None or theirs in (mine, "_public"):
+                continue  # dive._public (naming the public module) is a leaf every part uses
+            if theirs not in ALLOWED[mine]:
+                problems.append(f"{module} imports {target}")
+    assert problems == []
+
+
+@pytest.mark.parametrize("part", ["sessions", "providers", "tools", "turns", "messages", "llm"])
+def test_lower_layers_import_nothing_from_the_agent(part: str) -> None:
+    found = [
+        (module, target)
+        for module, path in _modules()
+        if _part(module) == part
+        for target in _imports(module, path)
+        if target.startswith("dive.agent")
+    ]
+    assert found == []
+
+
+def _graph(prefix: str) -> dict[str, set[str]]:
+    known = {m for m, _ in _modules()}
+    graph: dict[str, set[str]] = {}
+    for module, path in _modules():
+        if not module.startswith(prefix):
+            continue
+        graph[module] = {
+            t for t in _imports(module, path) if t in known and t.startswith(prefix) and t != module
+        }
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+@pytest.mark.parametrize("package", ["dive.agent.", "dive.turns."])
+def test_no_import_cycle_even_counting_type_checking_imports(package: str) -> None:
+    assert _cycles(_graph(package)) == []
+
+
+# --- one owner of turn and call state ----------------------------------------------------------
+
+
+def test_turn_state_has_no_settable_public_attributes() -> None:
+    from dive.turns import CallLedger, OpenGroup, TurnState, TurnView
+
+    for cls in (TurnState, CallLedger, OpenGroup, TurnView):
+        slots = [s for klass in cls.__mro__ for s in getattr(klass, "__slots__", ())]
+        public_slots = [s for s in slots if not s.startswith("_") and s != "calls"]
+        assert public_slots == [], cls
+        for name, member in inspect.getmembers(cls):
+            if name.startswith("_") or not isinstance(member, property):
+                continue
+            if cls is TurnView and name == "outcome":
+                continue  # guarded: writable only in on_incomplete_turn
+            assert member.fset is None, f"{cls.__name__}.{name} is settable"
+
+
+def test_no_module_outside_turns_assigns_private_state_of_another_object() -> None:
+    problems: list[str] = []
+    for module, path in _modules():
+        if module.startswith("dive.turns"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                targets = [node.target]
+            else:
+                continue
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and t.attr.startswith("_")
+                    and not t.attr.startswith("__")
+                    and not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls"))
+                ):
+                    problems.append(f"{module}:{node.lineno} assigns {t.attr}")
+    assert problems == []
