@@ -25,7 +25,16 @@ ALLOWED: dict[str, set[str]] = {
     "tracing": {"errors", "messages", "llm"},
     "sessions": {"errors", "messages", "llm", "turns"},
     "providers": {"errors", "messages", "llm", "tools"},
-    "agent": {"errors", "messages", "llm", "turns", "tools", "tracing", "sessions", "providers"},
+    "agent": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+    },
 }
 
 
@@ -186,3 +195,27 @@ def test_no_module_outside_turns_assigns_private_state_of_another_object() -> No
                 ):
                     problems.append(f"{module}:{node.lineno} assigns {t.attr}")
     assert problems == []
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    """Packages talk through their public names (``dive.messages``, not its ``_blocks``)."""
+    problems: list[str] = []
+    for module, path in _modules():
+        if not module.startswith("dive."):
+            continue
+        package = module.split(".")[:2]
+        for target in _imports(module, path):
+            parts = target.split(".")
+            if parts[0] != "dive" or parts[:2] == package:
+                continue
+            if len(parts) < 3:
+                continue  # dive._public and the like: shared internals of the distribution
+            if any(p.startswith("_") for p in parts[2:-1]) or (
+                parts[-1].startswith("_") and target in _module_names()
+            ):
+                problems.append(f"{module} imports {target}")
+    assert problems == []
+
+
+def _module_names() -> set[str]:
+    return {m for m, _ in _modules()}

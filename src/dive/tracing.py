@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from dive.llm import ModelResponse, ModelSettings, Usage
 from dive.messages import Message, ToolCall, ToolResult
-from dive.messages._codec import empty
+from dive.messages.codec import empty
 
 __all__ = [
     "AgentRunInfo",

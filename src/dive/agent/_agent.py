@@ -35,8 +35,7 @@ from dive.agent._structured import OutputTool
 from dive.agent._tools import index_tools
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings
-from dive.messages import Message, ToolDefinition
-from dive.messages._blocks import BLOCK_CLASSES
+from dive.messages import BLOCK_CLASSES, Message, ToolDefinition
 from dive.sessions import Session, SessionSnapshot, session_lock
 from dive.tools import FunctionTool, Tool, Toolset
 from dive.tracing import NopTracer, Tracer

@@ -17,7 +17,7 @@ from dive.agent._events import AgentEvent, ToolCallResultEvent
 from dive.errors import TurnError
 from dive.llm import Usage
 from dive.messages import Message
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 from dive.turns import Persistence, Turn, TurnOutcome, TurnStatus
 
 __all__ = ["RunResult"]

@@ -12,9 +12,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from dive.errors import ToolDefinitionError
-from dive.tools import Tool, ToolContext, ToolOutput, schema_of
-from dive.tools._function import build_definition, format_validation_error
-from dive.tools._tool import ToolAnnotations
+from dive.tools import (
+    Tool,
+    ToolAnnotations,
+    ToolContext,
+    ToolOutput,
+    build_definition,
+    format_validation_error,
+    schema_of,
+)
 
 __all__ = ["OutputTool"]
 

@@ -22,12 +22,14 @@ from dive.llm._events import (
     ThinkingDelta,
 )
 from dive.llm._model import Model, collect
+from dive.llm._pricing import PricingInfo, cost_of
 from dive.llm._request import ModelRequest, ModelSettings, ToolChoice
 from dive.llm._response import ModelResponse
 from dive.llm._stop import STOP_KINDS, StopKind, classify_stop_reason
 from dive.llm._usage import Usage
 
 __all__ = [
+    "cost_of",
     "STOP_KINDS",
     "CitationsDelta",
     "ContentBlockDelta",
@@ -42,6 +44,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "PricingInfo",
     "Ping",
     "ResponseAccumulator",
     "SignatureDelta",

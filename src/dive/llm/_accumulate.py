@@ -40,7 +40,7 @@ from dive.messages import (
     ThinkingBlock,
     ToolCall,
 )
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 
 __all__ = ["ResponseAccumulator", "parse_tool_arguments", "response_to_events"]
 

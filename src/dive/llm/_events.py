@@ -12,7 +12,7 @@ from typing import Literal
 
 from dive.llm._usage import Usage
 from dive.messages import ContentBlock, ProviderState
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 
 __all__ = [
     "CitationsDelta",

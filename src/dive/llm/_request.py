@@ -10,7 +10,7 @@ from pydantic import ConfigDict
 
 from dive.errors import UserError
 from dive.messages import Message, ToolDefinition
-from dive.messages._codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
+from dive.messages.codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
 
 __all__ = ["ModelRequest", "ModelSettings", "ToolChoice"]
 

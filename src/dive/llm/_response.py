@@ -8,7 +8,7 @@ from typing import Any
 from dive.llm._stop import StopKind, classify_stop_reason
 from dive.llm._usage import Usage
 from dive.messages import ContentBlock, Message, ProviderState, ToolCall
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 
 __all__ = ["ModelResponse"]
 

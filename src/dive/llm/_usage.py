@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
-from dive.messages._codec import FORBID_EXTRA, decode, to_jsonable
+from dive.messages.codec import FORBID_EXTRA, decode, to_jsonable
 
 __all__ = ["Usage"]
 

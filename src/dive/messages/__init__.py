@@ -8,6 +8,7 @@ provider SDK; providers convert at their boundary.
 from dive.errors import IncompleteToolTurnError, MessageValidationError
 from dive.messages._backstop import UNKNOWN_RESULT_TEXT, answer_dangling_calls
 from dive.messages._blocks import (
+    BLOCK_CLASSES,
     Base64Source,
     CacheControl,
     ContentBlock,
@@ -28,7 +29,6 @@ from dive.messages._blocks import (
     UnknownBlock,
     UrlSource,
 )
-from dive.messages._codec import EMPTY, JSONValue, dumps, to_jsonable
 from dive.messages._message import (
     Message,
     MessageKind,
@@ -46,8 +46,10 @@ from dive.messages._tooldef import (
     ToolRetryPolicy,
 )
 from dive.messages._validate import complete_turn_boundary, shared_view, validate_complete_turns
+from dive.messages.codec import EMPTY, JSONValue, dumps, to_jsonable
 
 __all__ = [
+    "BLOCK_CLASSES",
     "EMPTY",
     "OBJECT_SCHEMA",
     "UNKNOWN_RESULT_TEXT",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from dive.messages._blocks import ContentBlock, TextBlock, ToolCall, ToolResult
 from dive.messages._message import Message
-from dive.messages._validate import _match
+from dive.messages._validate import match_result
 
 __all__ = ["UNKNOWN_RESULT_TEXT", "answer_dangling_calls"]
 
@@ -68,7 +68,7 @@ def _missing(calls: tuple[ToolCall, ...], results: Sequence[Message]) -> list[To
         r = m.tool_result
         if r is None:
             continue
-        k = _match(calls, matched, index_of, r.tool_call_id)
+        k = match_result(calls, matched, index_of, r.tool_call_id)
         if k >= 0:
             matched[k] = True
     return [c for k, c in enumerate(calls) if not matched[k]]

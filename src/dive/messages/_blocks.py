@@ -15,7 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 from pydantic import ConfigDict, Field
 
 from dive.errors import MessageValidationError
-from dive.messages._codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
+from dive.messages.codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
 
 __all__ = [
     "BLOCK_TAGS",

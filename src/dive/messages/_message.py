@@ -23,7 +23,7 @@ from dive.messages._blocks import (
     ToolCall,
     ToolResult,
 )
-from dive.messages._codec import (
+from dive.messages.codec import (
     EMPTY,
     FORBID_EXTRA,
     JSONValue,
@@ -32,7 +32,7 @@ from dive.messages._codec import (
     empty,
     freeze_mapping,
 )
-from dive.messages._codec import to_jsonable as _to_jsonable
+from dive.messages.codec import to_jsonable as _to_jsonable
 
 __all__ = [
     "KINDS",

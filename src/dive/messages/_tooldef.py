@@ -16,7 +16,7 @@ from pydantic import ConfigDict
 
 from dive.errors import ToolDefinitionError
 from dive.messages._blocks import CacheControl
-from dive.messages._codec import (
+from dive.messages.codec import (
     EMPTY,
     FORBID_EXTRA,
     JSONValue,

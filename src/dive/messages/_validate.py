@@ -15,7 +15,7 @@ from dive.messages._message import Message
 __all__ = ["complete_turn_boundary", "shared_view", "validate_complete_turns"]
 
 
-def _match(
+def match_result(
     calls: tuple[ToolCall, ...], matched: list[bool], index_of: dict[str, int], result_id: str
 ) -> int:
     if result_id:
@@ -46,7 +46,7 @@ def _check_group(msgs: Sequence[Message], i: int, calls: tuple[ToolCall, ...]) -
         result = r.tool_result
         if result is None:
             raise IncompleteToolTurnError(j, "tool message has no result")
-        k = _match(calls, matched, index_of, result.tool_call_id)
+        k = match_result(calls, matched, index_of, result.tool_call_id)
         if k < 0:
             raise IncompleteToolTurnError(j, "duplicate or unmatched tool result")
         matched[k] = True

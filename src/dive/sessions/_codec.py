@@ -7,7 +7,7 @@ from dataclasses import is_dataclass
 from typing import Any
 
 from dive.errors import MessageValidationError, SessionCorruptedError
-from dive.messages._codec import MISSING, decode, dumps, field_defaults, to_jsonable
+from dive.messages.codec import MISSING, decode, dumps, field_defaults, to_jsonable
 from dive.sessions._log import Compaction, Entry
 from dive.turns import Turn
 

@@ -19,7 +19,7 @@ from pydantic import ConfigDict
 from dive.errors import NoTurnError, RevisionConflictError, SuspendedSessionError, UserError
 from dive.llm import Usage
 from dive.messages import Message
-from dive.messages._codec import FORBID_EXTRA
+from dive.messages.codec import FORBID_EXTRA
 from dive.sessions._protocol import SessionSnapshot
 from dive.turns import Turn, TurnOutcome
 

@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 from dive.errors import UserError
 from dive.llm import Usage
 from dive.messages import Message
-from dive.messages._codec import empty
+from dive.messages.codec import empty
 from dive.turns import Turn, TurnOutcome
 
 __all__ = [

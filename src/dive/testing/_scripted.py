@@ -18,7 +18,7 @@ from typing import Any
 
 from dive.llm import ModelRequest, ModelResponse, StreamEvent, Usage, response_to_events
 from dive.messages import TextBlock, ToolCall
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 
 __all__ = [
     "ScriptExhaustedError",

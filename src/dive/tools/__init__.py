@@ -2,7 +2,13 @@
 
 from dive.tools._context import ToolContext
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
-from dive.tools._function import FunctionTool, schema_of, tool
+from dive.tools._function import (
+    FunctionTool,
+    build_definition,
+    format_validation_error,
+    schema_of,
+    tool,
+)
 from dive.tools._schema import validate_against_schema
 from dive.tools._tool import (
     Background,
@@ -32,6 +38,8 @@ __all__ = [
     "ToolStreamEvent",
     "Toolset",
     "TypedTool",
+    "build_definition",
+    "format_validation_error",
     "schema_of",
     "suggest_tool_names",
     "tool",

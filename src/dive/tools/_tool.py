@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dive.messages import ToolDefinition
-from dive.messages._blocks import DocumentBlock, ImageBlock, TextBlock
-from dive.messages._codec import EMPTY, JSONValue, empty
+from dive.messages import DocumentBlock, ImageBlock, TextBlock, ToolDefinition
+from dive.messages.codec import EMPTY, JSONValue, empty
 
 if TYPE_CHECKING:
     from dive.tools._context import ToolContext

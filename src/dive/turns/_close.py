@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from dive.messages import UNKNOWN_RESULT_TEXT, Message, TextBlock, ToolCall, ToolResult
-from dive.messages._codec import decode
+from dive.messages.codec import decode
 from dive.turns._records import IncompleteReason, NextStep, ToolCallRecord, TurnOutcome
 from dive.turns._reminders import (
     Reminder,

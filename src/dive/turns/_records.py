@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 
 from dive.llm import Usage
 from dive.messages import Message
-from dive.messages._codec import FORBID_EXTRA, JSONValue, decode, dumps, empty, to_jsonable
+from dive.messages.codec import FORBID_EXTRA, JSONValue, decode, dumps, empty, to_jsonable
 
 __all__ = [
     "SCHEMA_VERSION",

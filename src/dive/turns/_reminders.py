@@ -18,7 +18,7 @@ from typing import Literal
 
 from dive.errors import UserError
 from dive.messages import Message, TextBlock
-from dive.messages._codec import JSONValue
+from dive.messages.codec import JSONValue
 
 __all__ = [
     "RESERVED_REMINDERS",

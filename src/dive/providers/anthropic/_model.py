@@ -22,8 +22,15 @@ from dive.errors import (
     StreamInterruptedError,
     UserError,
 )
-from dive.llm import MessageDelta, MessageStop, ModelRequest, ModelResponse, StreamEvent
-from dive.llm._pricing import PricingInfo, cost_of
+from dive.llm import (
+    MessageDelta,
+    MessageStop,
+    ModelRequest,
+    ModelResponse,
+    PricingInfo,
+    StreamEvent,
+    cost_of,
+)
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate

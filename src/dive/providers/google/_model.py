@@ -37,12 +37,13 @@ from dive.llm import (
     MessageStop,
     ModelRequest,
     ModelResponse,
+    PricingInfo,
     SignatureDelta,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    cost_of,
 )
-from dive.llm._pricing import PricingInfo, cost_of
 from dive.messages import ProviderState, TextBlock, ThinkingBlock, ToolCall
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy, transport_errors

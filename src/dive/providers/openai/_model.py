@@ -16,8 +16,7 @@ from typing import Any
 import openai
 
 from dive.errors import MissingCredentialsError, ProviderError, UserError
-from dive.llm import MessageDelta, ModelRequest, ModelResponse, StreamEvent
-from dive.llm._pricing import PricingInfo, cost_of
+from dive.llm import MessageDelta, ModelRequest, ModelResponse, PricingInfo, StreamEvent, cost_of
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
 from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response
