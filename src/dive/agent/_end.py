@@ -59,9 +59,7 @@ def _salvage_stream(run: Run) -> list[str]:
         content=unique_call_ids(blocks, state.calls),
         created_at=datetime.now(UTC),
     )
-    tools = run.tools
-    state.add_response(msg, {c.name: tools.definition_of(c.name) for c in msg.tool_calls})
-    return [c.id for c in msg.tool_calls]
+    return [c.id for c in state.add_response(msg, run.tools.definition_of)]
 
 
 def _settle_in_flight(run: Run, ending: Incomplete) -> list[str]:

@@ -27,7 +27,7 @@ from dive.agent._hooks import StopDecision, run_hooks
 from dive.agent._modelcall import call_model
 from dive.agent._resume import resume_group
 from dive.agent._run import Run
-from dive.agent._toolbatch import run_batch, waiting
+from dive.agent._toolbatch import run_batch
 from dive.agent._tools import resolve_tools
 from dive.errors import OutputValidationError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, ToolChoice
@@ -184,7 +184,7 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     )
 
 
-async def _respond(run: Run, last_allowed: bool) -> tuple[ModelResponse, Message]:
+async def _respond(run: Run, last_allowed: bool) -> tuple[ModelResponse, tuple[ToolCall, ...]]:
     """One model call; its message is recorded and every call it makes announced."""
     state = run.state
     request = await _request(run, last_allowed)
@@ -193,10 +193,9 @@ async def _respond(run: Run, last_allowed: bool) -> tuple[ModelResponse, Message
     response = await call_model(run, request, iteration)
     state.add_usage(response.usage)
     message = _assistant_message(run, response)
-    tools = run.tools
-    state.add_response(message, {c.name: tools.definition_of(c.name) for c in message.tool_calls})
+    calls = state.add_response(message, run.tools.definition_of)
     await run.events.emit(MessageEvent(message=message, usage=response.usage))
-    return response, message
+    return response, calls
 
 
 def _stop_ending(run: Run, response: ModelResponse, calls: tuple[ToolCall, ...]) -> Ending | None:
@@ -223,7 +222,7 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
     if run.setup.durable:
         await checkpoint_step(run, "running the response's tool calls")
     batch = await run_batch(run, calls)
-    if waiting(run):
+    if state.calls.waiting:
         return Suspended(new=True)
     group = state.close_group()
     if run.config.output_tool is not None and group is not None:
@@ -254,8 +253,7 @@ async def run_loop(run: Run) -> Ending:
         state.flush_reminders()
         run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
-        response, message = await _respond(run, last_allowed)
-        calls = message.tool_calls
+        response, calls = await _respond(run, last_allowed)
         if response.stop_kind == "pause" and not calls:
             pauses += 1
             if pauses > limits.max_pause_continuations:

@@ -8,6 +8,8 @@ the resolved tools and the handles of calls handed to the background.
 
 from __future__ import annotations
 
+from typing import Final
+
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._hooks import HookContext
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
@@ -22,19 +24,15 @@ __all__ = ["Run"]
 class Run:
     """State of one invocation of the loop; see the module docstring."""
 
-    __slots__ = ("_background", "_tools", "events", "setup", "state")
+    __slots__ = ("_background", "_tools", "config", "events", "setup", "state")
 
     def __init__(self, setup: TurnSetup, state: TurnState, events: EventSink) -> None:
-        self.setup = setup
-        self.state = state
-        self.events = events
+        self.setup: Final = setup
+        self.config: Final[AgentConfig] = setup.config
+        self.state: Final = state
+        self.events: Final = events
         self._tools = setup.config.static
         self._background: list[BackgroundTaskHandle] = []
-
-    @property
-    def config(self) -> AgentConfig:
-        """The agent configuration snapshot."""
-        return self.setup.config
 
     @property
     def tools(self) -> ToolIndex:

@@ -70,11 +70,7 @@ def _group(run: Run) -> OpenGroup:
 
 def waiting(run: Run) -> bool:
     """True when a call of the open group is held or suspended."""
-    group = run.state.group
-    if group is None:
-        return False
-    ledger = run.state.calls
-    return any(ledger.phase(c.id) in ("held", "suspended") for c in group.calls)
+    return run.state.calls.waiting
 
 
 def _record(
@@ -94,13 +90,15 @@ async def _finish(
     preview: ToolCallPreview | None = None,
 ) -> None:
     _record(run, call, result, how, error)
+    state = run.state
+    group = state.group
     await run.events.emit(
         ToolCallResultEvent(
             call=call,
             result=result,
-            state=run.state.calls.state(call.id),
+            state=state.calls.state(call.id),
             error=error,
-            additional_context=_group(run).context.get(call.id),
+            additional_context=group.context.get(call.id) if group is not None else None,
             preview=preview,
         )
     )
@@ -344,8 +342,9 @@ async def _execute(run: Run, batch: Batch, p: Prepared) -> None:
 
 
 async def _sequential(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
+    ledger = run.state.calls
     for call in calls:
-        if waiting(run):
+        if ledger.waiting:
             return  # a suspension ends the batch: later calls run on resume
         run.check_soft_cancel()
         prepared = await _prepare(run, call)
@@ -450,7 +449,7 @@ async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
         await _sequential(run, batch, calls)
     else:
         await _parallel(run, batch, calls)
-    if waiting(run):
+    if run.state.calls.waiting:
         return  # a suspension is recorded even when a stop was requested meanwhile
     if run.stop_requested and len(group.results) < len(group.calls):
         run.check_soft_cancel()

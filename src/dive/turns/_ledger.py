@@ -102,6 +102,9 @@ TRANSITIONS: Mapping[Transition, Mapping[Phase, Phase]] = {
 }
 
 
+_WAITING: frozenset[Phase] = frozenset({"held", "suspended"})
+
+
 class LedgerError(AssertionError):
     """An illegal call-state transition: a bug in dive, never the user's input."""
 
@@ -156,11 +159,12 @@ class _Entry:
 class CallLedger:
     """Call states of one turn, changed only through the transitions of :data:`TRANSITIONS`."""
 
-    __slots__ = ("_entries", "_executed")
+    __slots__ = ("_entries", "_executed", "_waiting")
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
         self._executed = 0
+        self._waiting = 0
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -169,6 +173,11 @@ class CallLedger:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def waiting(self) -> bool:
+        """True while some call is held at the gate or suspended."""
+        return self._waiting > 0
 
     @property
     def executed(self) -> int:
@@ -223,9 +232,12 @@ class CallLedger:
                 f"tool call {call_id!r}: transition {transition!r} is not allowed from "
                 f"{entry.phase!r}"
             )
-        if to == "running" and entry.phase != "running":
+        was = entry.phase
+        if to == "running" and was != "running":
             self._executed += 1
-        if entry.phase != to or error is not None:
+        if (to in _WAITING) != (was in _WAITING):
+            self._waiting += 1 if to in _WAITING else -1
+        if was != to or error is not None:
             entry.phase = to
             if error is not None:
                 entry.error = error
@@ -310,5 +322,7 @@ class CallLedger:
                     rec.risk,
                 )
             ledger._entries[rec.id] = entry
+            if phase in _WAITING:
+                ledger._waiting += 1
         ledger._executed = executed
         return ledger

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from dive.llm import ModelResponse, ResponseAccumulator, Usage
 from dive.messages import (
@@ -116,6 +116,7 @@ class TurnState:
         "_usage",
         "_usage_unknown",
         "_working",
+        "calls",
     )
 
     def __init__(
@@ -142,6 +143,8 @@ class TurnState:
         self._working: list[Message] = list(history)
         self._model_only: list[Message] = []
         self._ledger = ledger or CallLedger()
+        self.calls: Final[CallLedger] = self._ledger
+        """The call ledger: the only owner of call states."""
         self._group: OpenGroup | None = None
         self._usage = Usage.ZERO
         self._prior_usage = prior_usage or Usage.ZERO
@@ -262,13 +265,15 @@ class TurnState:
         self._working.extend(self._model_only)
 
     def add_response(
-        self, message: Message, definitions: Mapping[str, ToolDefinition | None]
-    ) -> None:
-        """Record an assistant message and announce every call it makes."""
+        self, message: Message, definition_of: Callable[[str], ToolDefinition | None]
+    ) -> tuple[ToolCall, ...]:
+        """Record an assistant message and announce every call it makes; return the calls."""
         if message.content:
             self.add(message)
-        for call in message.tool_calls:
-            self._ledger.announce(call, definitions.get(call.name))
+        calls = message.tool_calls
+        for call in calls:
+            self._ledger.announce(call, definition_of(call.name))
+        return calls
 
     def drop_unanswered_server_calls(self) -> None:
         """After giving up on a pause: drop the paused messages' unanswered server calls."""
@@ -298,11 +303,6 @@ class TurnState:
         self._record = list(messages)
 
     # --- the tool group in flight ------------------------------------------------------------
-
-    @property
-    def calls(self) -> CallLedger:
-        """The call ledger: the only owner of call states."""
-        return self._ledger
 
     @property
     def group(self) -> OpenGroup | None:
@@ -495,14 +495,23 @@ class TurnState:
         suspension: SuspensionState | None = None,
     ) -> Turn:
         """The record of the turn as it ends."""
-        return replace(
-            self._turn(status, tuple(self._record)),
+        return self._turn(
+            status,
+            tuple(self._record),
             outcome=outcome,
             suspension=suspension,
             finished_at=datetime.now(UTC),
         )
 
-    def _turn(self, status: TurnStatus, messages: tuple[Message, ...]) -> Turn:
+    def _turn(
+        self,
+        status: TurnStatus,
+        messages: tuple[Message, ...],
+        *,
+        outcome: TurnOutcome | None = None,
+        suspension: SuspensionState | None = None,
+        finished_at: datetime | None = None,
+    ) -> Turn:
         return Turn(
             id=self._turn_id,
             status=status,
@@ -515,6 +524,9 @@ class TurnState:
             executed_tool_calls=self._ledger.executed,
             iterations=self._iterations,
             budget_start=self._budget_start,
+            outcome=outcome,
+            suspension=suspension,
+            finished_at=finished_at,
         )
 
     def suspend(self) -> SuspensionState:
