@@ -338,3 +338,19 @@ async def test_on_suspend_abort_ends_hook_abort_and_closes_the_call_unknown() ->
     assert {r.id: r.state for r in result.turn.tool_calls} == {"c1": "unknown"}
     assert result.outcome.next == "reconcile"
     validate_complete_turns(result.turn.messages)
+
+
+async def test_hook_context_carries_the_session_and_a_turn_view() -> None:
+    seen: list[tuple[object, object, int]] = []
+
+    def pre(ctx: HookContext) -> None:
+        assert ctx.turn is not None
+        seen.append((ctx.session, ctx.turn.status, len(ctx.turn.messages)))
+
+    store = MemorySessionStore()
+    session = store.session("s")
+    agent = Agent(
+        model=ScriptedModel([text("ok")]), hooks=Hooks(pre_iteration=[pre]), session=session
+    )
+    await agent.run("hi")
+    assert seen == [(session, "running", 1)]
