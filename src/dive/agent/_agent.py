@@ -67,12 +67,44 @@ REMINDER_RULE = (
 )
 
 
+_MODEL_MEMBERS = ("name", "provider", "supports_streaming", "stream", "generate")
+
+
 def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
+    if isinstance(item, type):
+        hint = f"{item.__name__}()" if issubclass(item, Tool) else "a function or a Tool"
+        raise UserError(
+            f"tools=[{item.__name__}] passes the class {item.__name__}; pass {hint} instead"
+        )
     if isinstance(item, Tool):
         return item
     if callable(item):
         return FunctionTool(item)
     raise UserError(f"tools must be Tool instances or functions, not {type(item).__name__}")
+
+
+def _tool_list(tools: object) -> list[Tool]:
+    if isinstance(tools, Tool) or callable(tools) or isinstance(tools, str | bytes):
+        name = getattr(tools, "name", None) or getattr(tools, "__name__", "the_tool")
+        raise UserError(f"tools must be a list of tools: write tools=[{name}], not tools={name}")
+    try:
+        items = list(cast("Sequence[Tool | Callable[..., Any]]", tools))
+    except TypeError:
+        raise UserError(
+            f"tools must be a list of tools or functions, not {type(tools).__name__}"
+        ) from None
+    return [_as_tool(t) for t in items]
+
+
+def _check_model(model: object) -> None:
+    if isinstance(model, Model):
+        return
+    missing = [m for m in _MODEL_MEMBERS if not hasattr(model, m)]
+    raise UserError(
+        f"model {model!r} is not a dive Model: it has no {', '.join(missing)}. A custom model "
+        "implements name, provider, supports_streaming, stream(request) and "
+        "generate(request) (see dive.llm.Model), or pass 'provider:model'"
+    )
 
 
 def _input_messages(value: UserInput) -> list[Message]:
@@ -127,8 +159,7 @@ class Agent(Generic[OutputT]):
             from dive.providers import model as resolve
 
             model = resolve(model)
-        if not isinstance(model, Model):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"model must be a dive Model or 'provider:model', not {model!r}")
+        _check_model(model)
         self.model = model
         self.name, self.description, self.version, self.id = name, description, version, id
         self.tracer: Tracer = tracer if tracer is not None else NopTracer()
@@ -145,7 +176,7 @@ class Agent(Generic[OutputT]):
         self.session = session
         self.approval_policy: ApprovalPolicy = approval_policy or default_policy
         self.toolsets = tuple(toolsets)
-        all_tools = [_as_tool(t) for t in tools]
+        all_tools = _tool_list(tools)
         merged_hooks = hooks or Hooks()
         rules: list[str] = []
         for ext in extensions:

@@ -23,6 +23,7 @@ from dive.agent._result import RunResult
 from dive.agent._run import Run
 from dive.errors import HookAbort, SaveRejectedError
 from dive.messages import Message
+from dive.redaction import redact
 from dive.tracing import AgentRunSpan
 from dive.turns import (
     Completed,
@@ -83,6 +84,8 @@ def _outcome(run: Run, ending: Incomplete, ids: list[str]) -> TurnOutcome:
     text = ending.error_text if ending.error_text is not None else (str(err) if err else None)
     if err is not None and not text:
         text = type(err).__name__
+    if text is not None:
+        text = redact(text)
     return TurnOutcome(
         reason=ending.reason,
         next=advise(ending.reason, records),

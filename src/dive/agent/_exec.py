@@ -18,6 +18,7 @@ from dive.agent._outputs import error_result, to_tool_result
 from dive.agent._run import Run
 from dive.errors import ToolFatalError
 from dive.messages import ToolCall, ToolResult
+from dive.redaction import redact
 from dive.tools import Background, Suspend, Tool, ToolContext
 from dive.tracing import ToolCallInfo
 from dive.turns import CallState, PendingToolCall
@@ -79,16 +80,17 @@ async def _run_with_policy(
             if k + 1 == attempts:
                 return ExecResult(result=error_result(call, last), state="unknown", error=last)
         except ToolFatalError as exc:
-            return ExecResult(
-                result=error_result(call, f"Tool execution error: {exc}"), error=repr(exc)
-            )
+            text = redact(f"Tool execution error: {exc}")
+            return ExecResult(result=error_result(call, text), error=redact(repr(exc)))
         except Exception as exc:
             run.config.log.error("tool %s (call %s) raised", call.name, call.id, exc_info=True)
-            last = f"Tool execution error: {exc}" if str(exc) else f"Tool execution error: {exc!r}"
+            last = redact(
+                f"Tool execution error: {exc}" if str(exc) else f"Tool execution error: {exc!r}"
+            )
             if k + 1 == attempts:
                 if attempts > 1:
                     last = f"{last} (after {attempts} attempts)"
-                return ExecResult(result=error_result(call, last), error=repr(exc))
+                return ExecResult(result=error_result(call, last), error=redact(repr(exc)))
         else:
             return _convert(tool, call, output)
         assert policy is not None

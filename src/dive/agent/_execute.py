@@ -30,6 +30,7 @@ from dive.errors import (
     StreamInterruptedError,
 )
 from dive.messages import ToolCall
+from dive.redaction import redact_exception
 from dive.tracing import AgentRunInfo, AgentRunSpan
 from dive.turns import Ending, Incomplete, IncompleteReason
 
@@ -126,7 +127,8 @@ def _public_error(run: Run, exc: BaseException, reason: IncompleteReason) -> Bas
 def _incomplete(run: Run, exc: BaseException) -> Incomplete:
     reason = _classify(run, exc)
     hook = exc.hook if isinstance(exc, HookAbort) else None
-    return Incomplete(reason=reason, error=_public_error(run, exc, reason), hook=hook)
+    error = redact_exception(_public_error(run, exc, reason))
+    return Incomplete(reason=reason, error=error, hook=hook)
 
 
 async def _drive(run: Run) -> Ending:

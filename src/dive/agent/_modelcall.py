@@ -12,6 +12,7 @@ from dive.agent._events import ModelStreamEvent
 from dive.agent._run import Run
 from dive.errors import DiveError, EventHandlerError, StreamInterruptedError, UserError
 from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage
+from dive.redaction import redact_exception
 from dive.tracing import ChatInfo
 
 __all__ = ["ModelCallError", "call_model"]
@@ -71,6 +72,7 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
         raise
     except Exception as exc:
         _account_partial(run, acc)
+        redact_exception(exc)
         if span is not None:
             span.end(exc)
         cause = exc

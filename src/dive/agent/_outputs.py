@@ -1,8 +1,14 @@
-"""Turn what a tool returned into the ``ToolResult`` block the model sees."""
+"""Turn what a tool returned into the ``ToolResult`` block the model sees.
+
+JSON is always standard: a non-finite float (``NaN``, ``inf``) anywhere in a tool's output
+becomes the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``, in the text the model sees
+and in ``structured`` alike, so records and requests never carry non-standard JSON.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -30,14 +36,32 @@ def _jsonable_mapping(value: Any) -> Any:
 
 
 def _json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by its name as a string."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in cast("dict[str, Any]", value).items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in cast("list[Any]", value)]
+    return value
 
 
 def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> ToolResult:
     """Convert a tool output; an unconvertible value becomes an error result."""
     output = cast(object, result)
     if isinstance(output, int | float) and not isinstance(output, bool):
+        output = _finite(output)
         text = repr(output) if isinstance(output, int) else json.dumps(output)
+        if isinstance(output, str):
+            text = output
         return ToolResult(
             tool_call_id=call.id,
             name=call.name,
@@ -60,7 +84,7 @@ def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> To
             tool_call_id=call.id, name=call.name, content=(output,), is_error=is_error
         )
     if isinstance(output, BaseModel):
-        data = output.model_dump(mode="json")
+        data = _finite(output.model_dump(mode="json"))
         return ToolResult(
             tool_call_id=call.id,
             name=call.name,
@@ -80,7 +104,7 @@ def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> To
     if isinstance(output, bool | int | float | Mapping | list | tuple):
         value = cast(object, output)
         try:
-            data = json.loads(json.dumps(value, default=_jsonable_mapping))
+            data = _finite(json.loads(json.dumps(value, default=_jsonable_mapping)))
         except (TypeError, ValueError):
             pass
         else:

@@ -18,7 +18,11 @@ class ModelResponse:
     """What one model call produced.
 
     ``stop_reason`` is the provider's raw value; ``stop_kind`` its classification
-    (``classify_stop_reason``), always derived from ``stop_reason``.
+    (``classify_stop_reason``), always derived from ``stop_reason``. A custom model that leaves
+    ``stop_reason`` unset (None) on a response with tool calls gets ``stop_kind="tool_use"``
+    (the calls run); set ``stop_reason`` to the provider's raw value otherwise: an empty or
+    unknown value with tool calls fails closed (the calls are not run, the turn ends
+    ``provider_stopped``).
     """
 
     content: tuple[ContentBlock, ...] = ()
@@ -35,7 +39,10 @@ class ModelResponse:
     def __post_init__(self) -> None:
         if type(self.content) is not tuple:
             object.__setattr__(self, "content", tuple(self.content))
-        object.__setattr__(self, "stop_kind", classify_stop_reason(self.stop_reason))
+        kind = classify_stop_reason(self.stop_reason)
+        if self.stop_reason is None and any(isinstance(b, ToolCall) for b in self.content):
+            kind = "tool_use"
+        object.__setattr__(self, "stop_kind", kind)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:

@@ -2,10 +2,12 @@
 
 An explicit prefix wins; a bare name is matched by ordered prefixes (``claude-`` → anthropic;
 ``gpt-``, ``o3``, ``o4``, ``codex`` → openai; ``gemini-`` → google; Mistral's families →
-mistral; a name with ``/`` → openrouter). An unknown prefix raises ``UnknownProviderError``
-listing the known ones; an unmatched bare name raises ``UnknownModelError``; a missing SDK
-raises ``MissingExtraError`` naming the ``pip install`` to run; a missing key names the
-environment variable.
+mistral; any other name with ``/`` → openrouter). A ``vendor/model`` name whose vendor dive
+serves directly (``anthropic/claude-…``) is ambiguous and raises ``UserError`` naming both
+spellings (``anthropic:claude-…`` or ``openrouter:anthropic/claude-…``). An unknown prefix
+raises ``UnknownProviderError`` listing the known ones; an unmatched bare name raises
+``UnknownModelError``; a missing SDK raises ``MissingExtraError`` naming the ``pip install``
+to run; a missing key names the environment variable.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ _BARE = (
 )
 
 
+_DIRECT = {"anthropic": "anthropic", "openai": "openai", "google": "google", "gemini": "google"}
+
+
 def _split(spec: str) -> tuple[str, str]:
     if ":" in spec:
         prefix, name = spec.split(":", 1)
@@ -76,6 +81,13 @@ def _split(spec: str) -> tuple[str, str]:
         if spec.startswith(start):
             return provider, spec
     if "/" in spec:
+        vendor, _, rest = spec.partition("/")
+        direct = _DIRECT.get(vendor)
+        if direct is not None:
+            raise UserError(
+                f"{spec!r} is ambiguous: write '{direct}:{rest}' to call {vendor}'s own API, "
+                f"or 'openrouter:{spec}' to go through OpenRouter"
+            )
         return "openrouter", spec
     raise UnknownModelError(
         f"cannot tell which provider serves {spec!r}; write it as 'provider:model' with one of "

@@ -65,6 +65,9 @@ def build_definition(
 ) -> ToolDefinition:
     """A ``ToolDefinition`` whose unset governance fields are filled from the annotations."""
     fields = dict(governance)
+    # a governance keyword and the annotation may both say it: either one turns it on
+    sequential_only = bool(fields.pop("sequential_only", False)) or annotations.sequential_only
+    halts_batch = bool(fields.pop("halts_batch", False)) or annotations.halts_batch
     if fields.get("effect_type") is None:
         fields["effect_type"] = annotations.effect_type()
     if "idempotent" not in fields and annotations.idempotent:
@@ -74,8 +77,8 @@ def build_definition(
             name=name,
             description=description,
             input_schema=schema,
-            sequential_only=annotations.sequential_only,
-            halts_batch=annotations.halts_batch,
+            sequential_only=sequential_only,
+            halts_batch=halts_batch,
             **fields,
         )
     except TypeError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from dive.messages import DocumentBlock, ImageBlock, TextBlock, ToolDefinition
@@ -74,11 +74,16 @@ class ToolReturn:
     is_error: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Suspend:
-    """Returned by a tool to suspend the turn until a result is supplied."""
+    """Returned by a tool to suspend the turn until a result is supplied.
+
+    ``Suspend("Which account?", reason="input_required", metadata={...})``: the prompt is
+    positional, the rest keyword-only.
+    """
 
     prompt: str
+    _: KW_ONLY
     reason: SuspendReason = "input_required"
     metadata: Mapping[str, JSONValue] = field(default_factory=empty)
 
