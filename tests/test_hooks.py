@@ -500,7 +500,12 @@ async def test_pre_tool_use_hook_abort_answers_unlaunched_calls_not_run() -> Non
             text("never"),
         ]
     )
-    agent = Agent(model=model, tools=make_tools(ledger), hooks=Hooks(pre_tool_use=[pre]))
+    agent = Agent(
+        model=model,
+        tools=make_tools(ledger),
+        hooks=Hooks(pre_tool_use=[pre]),
+        parallel_tool_execution=False,
+    )
     result = await agent.run("hi")
     outcome = outcome_of(result)
     assert outcome.reason == "hook_abort"

@@ -268,6 +268,7 @@ async def test_sequential_later_calls_wait_and_run_on_resume_before_the_next_mod
         [tool_use(ask_call("Which key?", "c1"), look("k", "c2"), ask_call("Sure?", "c3")), final],
         store,
         hooks=Hooks(on_suspend=[lambda ctx: suspends.append("on_suspend")]),
+        parallel_tool_execution=False,
     )
     rec = Recorder()
     first = await agent.run("go", on_event=rec)

@@ -506,7 +506,7 @@ async def test_parallel_batch_answers_every_kind_of_failure_in_call_order() -> N
     assert all(rec.state == "completed" for rec in r.turn.tool_calls)
 
 
-async def test_sequential_by_default() -> None:
+async def test_parallel_by_default_with_results_in_model_order() -> None:
     tracker = Tracker()
 
     @tool
@@ -514,7 +514,22 @@ async def test_sequential_by_default() -> None:
         return await tracker.work(label)
 
     script = [tool_use(*[call("work", {"label": str(i)}) for i in range(4)]), text("x")]
-    await run_agent(make_agent(script, [work]))
+    result, _ = await run_agent(make_agent(script, [work]))
+    assert tracker.max == 4
+    calls = [c.id for m in result.turn.messages for c in m.tool_calls]
+    assert [r.tool_call_id for r in results(result)] == calls
+    assert [r.text for r in results(result)] == ["0", "1", "2", "3"]
+
+
+async def test_sequential_when_parallel_is_off() -> None:
+    tracker = Tracker()
+
+    @tool
+    async def work(label: str) -> str:
+        return await tracker.work(label)
+
+    script = [tool_use(*[call("work", {"label": str(i)}) for i in range(4)]), text("x")]
+    await run_agent(make_agent(script, [work], parallel_tool_execution=False))
     assert tracker.max == 1
     assert tracker.order == ["0", "1", "2", "3"]
 

@@ -412,7 +412,7 @@ async def test_soft_cancel_lets_running_sequential_call_finish() -> None:
     model = ScriptedModel(
         [tool_use(call("wind_down", id="c1"), call("add", {"a": 1, "b": 2}, id="c2"))]
     )
-    agent = Agent(model=model, tools=[wind_down, make_add(counter)])
+    agent = Agent(model=model, tools=[wind_down, make_add(counter)], parallel_tool_execution=False)
     token = CancelToken()
     collector = Collector()
     task = asyncio.create_task(agent.run("go", cancel=token, on_event=collector))

@@ -496,7 +496,7 @@ async def test_closing_answers_every_call_in_order_with_exact_texts() -> None:
         call("hang", id="c1"), call("slow", id="c2"), call("add", {"a": 1, "b": 2}, id="c3")
     )
     model = ScriptedModel([response])
-    agent = Agent(model=model, tools=[hang, slow, make_add(counter)])
+    agent = Agent(model=model, tools=[hang, slow, make_add(counter)], parallel_tool_execution=False)
     token = CancelToken()
     collector = Collector()
     task = asyncio.create_task(agent.run("go", cancel=token, on_event=collector))

@@ -125,6 +125,32 @@ class Agent(Generic[OutputT]):
 
     Options are keyword-only; grouped settings are small frozen objects (:class:`Limits`,
     :class:`IncompleteTurns`, :class:`Durability`, :class:`~dive.llm.ModelSettings`).
+
+    Args:
+        model: a :class:`~dive.llm.Model`, or ``"provider:model"`` (see ``dive.model``).
+        instructions: the system prompt.
+        tools: tools or plain functions (made into tools with ``@tool`` defaults).
+        toolsets: toolsets resolved before every model call.
+        extensions: bundles of tools, hooks and rules, merged at construction.
+        hooks: hook lists by point (see ``HOOK_POLICIES`` for what each may change).
+        tracer: receives spans; observes, never modifies.
+        name, description, version, id: the agent's identity (in traces and hook contexts).
+        model_settings: default settings of every model call (a run's are merged over them).
+        limits: per-turn limits (model calls, tool calls, pauses, response timeout).
+        parallel_tool_execution: run the calls of one response concurrently (the default);
+            calls of ``sequential_only`` or halting tools still make their batch sequential,
+            and results are always recorded in the model's order.
+        max_tool_concurrency: calls in flight at once in a parallel batch (default 10).
+        output_type: a pydantic model the turn must produce through ``submit_result``.
+        output_retries: failed structured-output attempts allowed before the turn ends.
+        granted_permissions: permissions tools may require (``"*"`` grants all).
+        incomplete_turns: how incomplete turns are closed and saved.
+        durability: step checkpoints and session claims.
+        prime_reminders: add the rule explaining ``<system-reminder>`` tags to the prompt.
+        session: the default session of ``run()`` (None: stateless).
+        approval_policy: decides allow/deny/ask per call (default: ask for
+            ``requires_approval`` tools).
+        logger: where dive logs (default ``logging.getLogger("dive.agent")``).
     """
 
     def __init__(
@@ -143,7 +169,7 @@ class Agent(Generic[OutputT]):
         id: str | None = None,
         model_settings: ModelSettings | None = None,
         limits: Limits | None = None,
-        parallel_tool_execution: bool = False,
+        parallel_tool_execution: bool = True,
         max_tool_concurrency: int = 10,
         output_type: type[OutputT] | None = None,
         output_retries: int = 1,
