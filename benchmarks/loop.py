@@ -1,7 +1,10 @@
 """Agent-loop benchmarks W1-W4 with an in-process scripted model and an async ``add`` tool.
 
-W1: 200 runs, each 10 tool iterations + final answer: framework overhead per model call.
-W2: 1,000 concurrent runs, 5 iterations + final, the model awaiting 10 ms per call: wall, RSS.
+W1: 200 runs, each 10 tool iterations + final answer: framework overhead per model call, with a
+    streaming model (the default), the same model answering in one piece, and a sync tool
+    (run in a worker thread).
+W2: 100 / 1,000 / 10,000 concurrent runs, 5 iterations + final, the model awaiting 10 ms per
+    call: wall and peak RSS, each size in a fresh process.
 W3: one run of 300 iterations: mean time per iteration, last 30 vs first 30.
 W4: one response with 10 tool calls each awaiting 50 ms (parallel execution): wall.
 """
@@ -16,6 +19,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dive.agent import Agent, Limits
@@ -48,32 +52,50 @@ def _script(iterations: int, per_call_delay: float = 0.0) -> list[ScriptItem]:
     return [delayed(r) for r in responses]
 
 
-def _agent(model: ScriptedModel) -> Agent:
-    return Agent(model=model, tools=[add], limits=Limits(max_model_calls_per_turn=1000))
+def add_sync(a: int, b: int) -> int:
+    """Add two integers (a sync tool)."""
+    return a + b
 
 
-async def _w1(runs: int) -> float:
+def _agent(model: ScriptedModel, *, sync_tool: bool = False) -> Agent:
+    tool = add_sync if sync_tool else add
+    return Agent(model=model, tools=[tool], limits=Limits(max_model_calls_per_turn=1000))
+
+
+def _script_for(iterations: int, sync_tool: bool) -> list[ScriptItem]:
+    items = _script(iterations)
+    if not sync_tool:
+        return items
+    return [tool_use(call("add_sync", {"a": i, "b": 1}, id=f"c{i}")) for i in range(iterations)] + [
+        text("done")
+    ]
+
+
+async def _w1(runs: int, *, streaming: bool = True, sync_tool: bool = False) -> float:
     """Seconds per model call of framework overhead.
 
     The baseline is the scripted model alone: the same responses streamed and discarded, so
     everything dive does with them (accumulation, messages, tools, events) counts as overhead.
     Measured in process CPU time: the workload is CPU-bound and this is robust to neighbours.
     """
-    model = ScriptedModel()
+    model = ScriptedModel(streaming=streaming)
     for _ in range(runs):
         model.add(*_script(10))
     req = ModelRequest()
     gc.collect()
     t0 = time.process_time()
     for _ in range(runs * 11):
-        async for _event in model.stream(req):
-            pass
+        if streaming:
+            async for _event in model.stream(req):
+                pass
+        else:
+            await model.generate(req)
     base = time.process_time() - t0
     calls = 0
-    agent_model = ScriptedModel()
-    agent = _agent(agent_model)
+    agent_model = ScriptedModel(streaming=streaming)
+    agent = _agent(agent_model, sync_tool=sync_tool)
     for _ in range(runs):
-        agent_model.add(*_script(10))
+        agent_model.add(*_script_for(10, sync_tool))
     gc.collect()
     t0 = time.process_time()
     for _ in range(runs):
@@ -124,7 +146,7 @@ async def _w4() -> float:
 
     calls = [call("slow_add", {"a": i, "b": 1}, id=f"p{i}") for i in range(10)]
     model = ScriptedModel([tool_use(*calls), text("done")])
-    agent = Agent(model=model, tools=[slow_add], parallel_tool_execution=True)
+    agent = Agent(model=model, tools=[slow_add])  # parallel by default
     t0 = time.perf_counter()
     r = await agent.run("go")
     wall = time.perf_counter() - t0
@@ -147,13 +169,35 @@ def _w2_fresh_process(runs: int) -> tuple[float, float]:
     return float(wall), float(rss)
 
 
+def _best(fn: Callable[[], float], times: int) -> float:
+    return min(fn() for _ in range(times))
+
+
 def run_all(*, quick: bool = False) -> list[Row]:
     rows: list[Row] = []
-    w1 = min(asyncio.run(_w1(50 if quick else 200)) for _ in range(5))
+    runs = 50 if quick else 200
+    w1 = _best(lambda: asyncio.run(_w1(runs)), 5)
     rows.append(("W1 overhead per model call", f"{w1 * 1e6:.1f} us", "<= 100 us", w1 <= 100e-6))
-    wall, rss = _w2_fresh_process(200 if quick else 1000)
-    rows.append(("W2 1000 concurrent runs, wall", f"{wall:.3f} s", "<= 1.0 s", wall <= 1.0))
-    rows.append(("W2 peak RSS", f"{rss:.0f} MB", "<= 100 MB", rss <= 100))
+    w1g = _best(lambda: asyncio.run(_w1(runs, streaming=False)), 5)
+    rows.append(("W1 non-streaming model", f"{w1g * 1e6:.1f} us", "-", True))
+    ratio = w1 / w1g
+    rows.append(("W1 streaming / non-streaming", f"{ratio:.2f}x", "<= 1.3x", ratio <= 1.3))
+    w1s = _best(lambda: asyncio.run(_w1(runs, sync_tool=True)), 5)
+    rows.append(("W1_sync (sync tool, worker thread)", f"{w1s * 1e6:.1f} us", "-", True))
+    sizes = (100, 1000) if quick else (100, 1000, 10000)
+    goals = {100: (0.2, 100.0), 1000: (1.0, 100.0), 10000: (5.0, 300.0)}
+    for n in sizes:
+        wall, rss = _w2_fresh_process(n)
+        wall_goal, rss_goal = goals[n]
+        rows.append(
+            (
+                f"W2 {n} concurrent runs, wall",
+                f"{wall:.3f} s",
+                f"<= {wall_goal} s",
+                wall <= wall_goal,
+            )
+        )
+        rows.append((f"W2 {n} peak RSS", f"{rss:.0f} MB", f"<= {rss_goal:.0f} MB", rss <= rss_goal))
     w3 = min(asyncio.run(_w3(300)) for _ in range(3))
     rows.append(("W3 last-30 / first-30 per iteration", f"{w3:.2f}x", "<= 1.2x", w3 <= 1.2))
     w4 = asyncio.run(_w4())

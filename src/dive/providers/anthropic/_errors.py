@@ -1,8 +1,10 @@
 """Vendor exceptions → dive's ``ProviderError`` tree (status, request id, retry-after).
 
-Retryable: 429 (unless terminal: a spend or balance limit), 503, 504, 529, connection errors and
-timeouts, and in-stream ``overloaded_error`` / ``rate_limit_error`` / ``api_error``.
-``x-should-retry`` overrides the status rule, never for a terminal 429.
+Retryable: the shared ``RETRY_STATUSES`` (408, 409, 429 unless terminal — a spend or balance
+limit —, 500, 502, 503, 504, 529), connection errors and timeouts, and in-stream
+``overloaded_error`` / ``rate_limit_error`` / ``api_error``. ``x-should-retry`` overrides the
+status rule, never for a terminal 429. A connection that could not be made names the URL and
+``ANTHROPIC_BASE_URL``.
 """
 
 from __future__ import annotations
@@ -23,22 +25,19 @@ from dive.errors import (
     RateLimitedError,
     StreamInterruptedError,
 )
-from dive.providers._retry import retry_after, transport_errors
+from dive.providers._retry import (
+    connect_error,
+    header_says_retry,
+    request_url,
+    retry_after,
+    status_class,
+    status_retryable,
+    transport_errors,
+)
 from dive.providers.anthropic._response import sub
 
 __all__ = ["translate"]
 
-_BY_STATUS: dict[int, type[ProviderError]] = {
-    400: InvalidRequestError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    413: InvalidRequestError,
-    429: RateLimitedError,
-    503: OverloadedError,
-    504: ProviderTimeoutError,
-    529: OverloadedError,
-}
 _BY_TYPE: dict[str, type[ProviderError]] = {
     "overloaded_error": OverloadedError,
     "rate_limit_error": RateLimitedError,
@@ -50,7 +49,6 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
     "not_found_error": NotFoundError,
 }
 _RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
-_RETRY_STATUS = frozenset({429, 503, 504, 529})
 
 
 _TRANSPORT_ERRORS = transport_errors()
@@ -72,6 +70,10 @@ def translate(exc: BaseException, provider: str = "anthropic") -> ProviderError:
         err.retryable = True
         return err
     if isinstance(exc, anthropic.APIConnectionError):
+        env = "ANTHROPIC_BASE_URL" if provider == "anthropic" else None
+        refused = connect_error(exc, provider, request_url(exc, provider), env)
+        if refused is not None:
+            return refused
         err = ProviderConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
         err.retryable = True
         return err
@@ -97,7 +99,7 @@ def _status_error(exc: anthropic.APIStatusError, provider: str) -> ProviderError
     message = str(info.get("message") or exc.message)
     status = exc.status_code
     headers = exc.response.headers
-    cls = _BY_STATUS.get(status) or _BY_TYPE.get(error_type) or ProviderError
+    cls = status_class(status) or _BY_TYPE.get(error_type) or ProviderError
     if status == 200 and error_type:  # an `event: error` on a 200 stream
         cls = _BY_TYPE.get(error_type, ProviderError)
     err = cls(
@@ -109,10 +111,10 @@ def _status_error(exc: anthropic.APIStatusError, provider: str) -> ProviderError
         error_type=error_type or None,
         body=body,
     )
-    retryable = status in _RETRY_STATUS or (status == 200 and error_type in _RETRY_TYPES)
-    should = headers.get("x-should-retry")
-    if should in ("true", "false"):
-        retryable = should == "true"
+    if status == 200:  # an error event on a stream: its type decides, unless the header says
+        retryable = header_says_retry(headers, error_type in _RETRY_TYPES)
+    else:
+        retryable = status_retryable(status, headers)
     if status == 429 and _terminal_429(message) and not headers.get("retry-after"):
         retryable = False
     err.retryable = retryable

@@ -17,13 +17,9 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from dive.errors import (
-    InvalidRequestError,
     MissingCredentialsError,
-    OverloadedError,
     ProviderConnectionError,
     ProviderError,
-    ProviderTimeoutError,
-    RateLimitedError,
     StreamInterruptedError,
     UserError,
 )
@@ -46,7 +42,15 @@ from dive.llm import (
 )
 from dive.messages import ProviderState, TextBlock, ThinkingBlock, ToolCall
 from dive.providers._calls import generate_with_retry, stream_with_retry
-from dive.providers._retry import RetryPolicy, transport_errors
+from dive.providers._retry import (
+    RetryPolicy,
+    connect_error,
+    request_url,
+    retry_after,
+    status_class,
+    status_retryable,
+    transport_errors,
+)
 from dive.providers.google._mapping import (
     LABEL,
     PartMapper,
@@ -60,42 +64,33 @@ from dive.providers.google._mapping import (
 __all__ = ["GeminiModel"]
 
 Json = dict[str, Any]
-_BY_CODE: dict[int, type[ProviderError]] = {
-    400: InvalidRequestError,
-    429: RateLimitedError,
-    503: OverloadedError,
-    504: ProviderTimeoutError,
-}
-
-
 _TRANSPORT = transport_errors()
+_BASE_URL_ENV = "GEMINI_BASE_URL / GOOGLE_GEMINI_BASE_URL"
 
 
 def translate(exc: BaseException) -> ProviderError | UserError:
-    """google-genai exceptions → dive's error tree."""
+    """google-genai exceptions → dive's error tree (the shared status and retry rules)."""
     if isinstance(exc, ProviderError | UserError):
         return exc
     if isinstance(exc, genai_errors.APIError):
         api: Any = exc
         code = int(api.code or 0)
-        cls = _BY_CODE.get(code, ProviderError)
+        cls = status_class(code) or ProviderError
+        response: Any = api.response
+        headers = getattr(response, "headers", None)
         err = cls(
             f"{LABEL} returned {code} {api.status}: {api.message}",
             provider=LABEL,
             status=code,
             error_type=str(api.status) if api.status else None,
             body=api.details,
+            retry_after=retry_after(headers),
         )
-        response: Any = api.response
-        headers = getattr(response, "headers", None)
-        retry_after = headers.get("retry-after") if headers is not None else None
-        if retry_after:
-            try:
-                err.retry_after = float(retry_after)
-            except ValueError:
-                pass
-        err.retryable = code in (429, 500, 503, 504)
+        err.retryable = status_retryable(code, headers)
         return err
+    refused = connect_error(exc, LABEL, request_url(exc, LABEL), _BASE_URL_ENV)
+    if refused is not None:
+        return refused
     if isinstance(exc, (*_TRANSPORT, TimeoutError)):
         conn = ProviderConnectionError(f"{LABEL}: connection failed: {exc!r}", provider=LABEL)
         conn.retryable = True

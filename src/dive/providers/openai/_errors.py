@@ -1,4 +1,10 @@
-"""OpenAI SDK exceptions → dive's ``ProviderError`` tree (status, request id, retry-after)."""
+"""OpenAI SDK exceptions → dive's ``ProviderError`` tree (status, request id, retry-after).
+
+Retryable: the shared ``RETRY_STATUSES`` (408, 409, 429 unless ``insufficient_quota``, 500, 502,
+503, 504, 529) with ``x-should-retry`` winning, connection errors and timeouts, and in-stream
+``rate_limit_exceeded`` / ``server_error`` / ``server_is_overloaded``. A connection that could not
+be made names the URL and the base-URL variable (``OPENAI_BASE_URL``, ``OLLAMA_BASE_URL``, …).
+"""
 
 from __future__ import annotations
 
@@ -7,32 +13,23 @@ from typing import Any, cast
 import openai
 
 from dive.errors import (
-    AuthenticationError,
-    InvalidRequestError,
-    NotFoundError,
-    OverloadedError,
-    PermissionDeniedError,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
     RateLimitedError,
     StreamInterruptedError,
 )
-from dive.providers._retry import retry_after, transport_errors
+from dive.providers._retry import (
+    connect_error,
+    request_url,
+    retry_after,
+    status_class,
+    status_retryable,
+    transport_errors,
+)
 
 __all__ = ["stream_error", "translate"]
 
-_BY_STATUS: dict[int, type[ProviderError]] = {
-    400: InvalidRequestError,
-    401: AuthenticationError,
-    403: PermissionDeniedError,
-    404: NotFoundError,
-    422: InvalidRequestError,
-    429: RateLimitedError,
-    503: OverloadedError,
-    504: ProviderTimeoutError,
-}
-_RETRY_STATUS = frozenset({429, 503, 504})
 _RETRY_CODES = frozenset({"rate_limit_exceeded", "server_error", "server_is_overloaded"})
 
 
@@ -70,6 +67,10 @@ def translate(exc: BaseException, provider: str = "openai") -> ProviderError:
         err.retryable = True
         return err
     if isinstance(exc, openai.APIConnectionError):
+        env = f"{provider.upper().replace('-', '_')}_BASE_URL"
+        refused = connect_error(exc, provider, request_url(exc, provider), env)
+        if refused is not None:
+            return refused
         err = ProviderConnectionError(f"{provider}: connection failed: {exc}", provider=provider)
         err.retryable = True
         return err
@@ -91,7 +92,7 @@ def _status(exc: openai.APIStatusError, provider: str) -> ProviderError:
     message = str(info.get("message") or exc.message)
     status = exc.status_code
     headers = exc.response.headers
-    cls = _BY_STATUS.get(status, ProviderError)
+    cls = status_class(status) or ProviderError
     err = cls(
         f"{provider} returned {status} {code or 'error'}: {message}",
         provider=provider,
@@ -101,10 +102,7 @@ def _status(exc: openai.APIStatusError, provider: str) -> ProviderError:
         error_type=code or None,
         body=exc.body,
     )
-    retryable = status in _RETRY_STATUS
-    should = headers.get("x-should-retry")
-    if should in ("true", "false"):
-        retryable = should == "true"
+    retryable = status_retryable(status, headers)
     if status == 429 and code == "insufficient_quota":
         retryable = False
     err.retryable = retryable
