@@ -209,6 +209,7 @@ EXPORTS: dict[str, list[str]] = {
         "classify_stop_reason",
         "collect",
         "cost_of",
+        "fold_raw_delta",
         "parse_tool_arguments",
         "response_to_events",
     ],

@@ -27,8 +27,12 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     ├── StoreError                     a session store failed
     │   ├── SaveRejectedError          refused before writing: nothing landed
     │   │   ├── RevisionConflictError, SuspendedSessionError, NoTurnError
+    │   │   └── StoreFileReplacedError the SQLite file was deleted or replaced while open
     │   ├── SessionClaimedError        another owner holds a live claim
-    │   └── SessionCorruptedError      a stored record does not decode
+    │   ├── SessionCorruptedError      a stored record does not decode
+    │   ├── StoreUnavailableError      locked, disk full, I/O error, connection refused
+    │   ├── StoreCorruptedError        the file or database is not a readable dive store
+    │   └── UnsupportedSchemaError     the database or a record is newer than this dive
     ├── ToolError                      recorded on tool calls, never raised out of run()
     │   ├── UnknownToolError, BatchHaltedError, ToolPermissionError, ToolTimeoutError
     ├── OutputValidationError          structured output never validated
@@ -85,7 +89,10 @@ __all__ = [
     "SessionClaimedError",
     "SessionCorruptedError",
     "SoftCanceled",
+    "StoreCorruptedError",
     "StoreError",
+    "StoreFileReplacedError",
+    "StoreUnavailableError",
     "StreamInterruptedError",
     "SuspendedSessionError",
     "ToolCallNotPendingError",
@@ -100,6 +107,7 @@ __all__ = [
     "UnknownToolCallError",
     "UnknownToolError",
     "UnreconciledToolCallsError",
+    "UnsupportedSchemaError",
     "UnsupportedSettingError",
     "UserError",
 ]
@@ -317,6 +325,38 @@ class SessionClaimedError(StoreError):
 
 class SessionCorruptedError(StoreError):
     """A stored record does not decode. Nothing was overwritten."""
+
+
+class StoreFileReplacedError(SaveRejectedError):
+    """The SQLite file was deleted or replaced while the store had it open.
+
+    The store checks the file's identity before every operation and refuses rather than
+    write into a file nobody can read any more. Close the store and open it again.
+    """
+
+
+class StoreUnavailableError(StoreError):
+    """The store could not be read or written (locked, disk full, I/O, connection).
+
+    Locked past the busy timeout, a full disk, an I/O error, a refused or dropped connection.
+    The message names the file (or the DSN without its password) and the session; the
+    driver's exception is the cause. Whether a failed write landed is unknown: reload the
+    session once the store is back.
+    """
+
+
+class StoreCorruptedError(StoreError):
+    """The store's file or database is not a readable dive session store.
+
+    It is damaged or was overwritten. Nothing was written to it.
+    """
+
+
+class UnsupportedSchemaError(StoreError):
+    """The database or a stored record has a schema version newer than this dive supports.
+
+    Nothing was changed; upgrade dive-agents to read it.
+    """
 
 
 # --- tools -----------------------------------------------------------------------------------

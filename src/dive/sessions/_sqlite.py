@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
+import random
 import sqlite3
 import threading
 import time
@@ -20,7 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dive.errors import SessionClaimedError, StoreError, UserError
+from dive.errors import (
+    SessionClaimedError,
+    StoreFileReplacedError,
+    StoreUnavailableError,
+    UnsupportedSchemaError,
+    UserError,
+)
 from dive.llm import Usage
 from dive.messages import Message
 from dive.sessions._codec import (
@@ -42,6 +50,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.sessions._sqlite_faults import FileIdentity, Where, is_busy, translate
 from dive.turns import Turn
 
 __all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
@@ -84,49 +93,130 @@ _MIGRATIONS: dict[int, str] = {
 
 
 class SQLiteSessionStore:
-    """Sessions in one SQLite file (``":memory:"`` is refused: use ``MemorySessionStore``)."""
+    """Sessions in one SQLite file (``":memory:"`` is refused: use ``MemorySessionStore``).
+
+    Args:
+        path: the database file; created (with its folder) on first use.
+        busy_timeout: seconds to wait for another connection's lock before failing with
+            ``StoreUnavailableError``.
+
+    Every failure is a ``StoreError`` subclass naming the file and the session. The file's
+    identity is checked before every operation: if it was deleted or replaced while open,
+    the store refuses (``StoreFileReplacedError``) instead of writing into a file nobody can
+    read.
+    """
 
     def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
         if str(path) == ":memory:":
             raise UserError("SQLiteSessionStore needs a file path; use MemorySessionStore instead")
         self.path = Path(path)
+        self._abs = Path(os.path.abspath(self.path))
         self._busy = busy_timeout
         self._worker = _Worker()
         self._conn: sqlite3.Connection | None = None
+        self._identity: FileIdentity | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, where: Where) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Several processes may open a brand-new file at once: switching it to WAL can fail
+        # with SQLITE_BUSY without SQLite waiting, so the whole first open is retried.
+        deadline = time.monotonic() + self._busy
+        delay = 0.002
+        while True:
+            try:
+                conn = self._open_once()
+                break
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.1)
+        identity = FileIdentity.of(self._abs, where)
+        if identity is None:
+            conn.close()
+            raise StoreFileReplacedError(
+                f"{where.subject} refused: the file was deleted while it was being opened; "
+                "nothing was written. Open the store again."
+            )
+        self._conn, self._identity = conn, identity
+        return conn
+
+    def _open_once(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy
+            self._abs, isolation_level=None, check_same_thread=False, timeout=self._busy
         )
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute(f"PRAGMA busy_timeout={int(self._busy * 1000)}")
         try:
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy * 1000)}")
+            row = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(row[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
             _migrate(conn, self.path)
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
         return conn
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._worker.submit(lambda: fn(self._connect()))
+    def _ready(self, where: Where) -> sqlite3.Connection:
+        """The connection, checked: still the opened file, no transaction left over."""
+        conn = self._connect(where)
+        assert self._identity is not None
+        self._identity.check(self._abs, where)
+        if conn.in_transaction:  # a failed operation (disk full…) may leave one open
+            _quietly(conn, "ROLLBACK")
+        return conn
+
+    def _guard(self, where: Where, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except sqlite3.Error as exc:
+            raise translate(exc, where, self._busy) from exc
+
+    async def _read(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._worker.submit(lambda: self._guard(where, lambda: fn(self._ready(where))))
+
+    async def _write(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def run() -> T:
+            conn = self._ready(where)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                assert self._identity is not None
+                self._identity.check(self._abs, where)  # under the lock, before any change
+                out = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    _quietly(conn, "ROLLBACK")
+                raise
+            try:
+                self._identity.check(self._abs, where)
+            except StoreFileReplacedError as exc:
+                raise StoreUnavailableError(
+                    f"{where.subject}: the file was deleted or replaced while the write was "
+                    "being committed, so the write may be unreadable. Close this store, open "
+                    "a new one on the path and reload the session."
+                ) from exc
+            return out
+
+        return await self._worker.submit(lambda: self._guard(where, run))
+
+    def _where(self, doing: str, session: str | None = None) -> Where:
+        return Where(self.path, doing, session)
 
     async def close(self) -> None:
         """Close the connection and the worker thread."""
 
-        def shut(_: sqlite3.Connection) -> None:
+        def shut() -> None:
             if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+                conn, self._conn = self._conn, None
+                conn.close()
 
         if self._conn is not None:
-            await self._run(shut)
+            await self._worker.submit(shut)
         self._worker.stop()
 
     def session(self, id: str) -> Session:
@@ -136,16 +226,19 @@ class SQLiteSessionStore:
 
     async def load(self, id: str) -> SessionSnapshot:
         validate_session_id(id)
-        return await self._run(lambda c: _load(c, id))
+        return await self._read(self._where("loading", id), lambda c: _load(c, id))
 
     async def turns(self, id: str) -> list[Turn]:
         validate_session_id(id)
-        entries = await self._run(lambda c: _entries(c, id, 0))
+        entries = await self._read(
+            self._where("reading turns of", id), lambda c: _entries(c, id, 0)
+        )
         return [e for e in entries if isinstance(e, Turn)]
 
     async def total_usage(self, id: str) -> Usage:
         validate_session_id(id)
-        return sum_usage(await self._run(lambda c: _entries(c, id, 0)))
+        where = self._where("summing usage of", id)
+        return sum_usage(await self._read(where, lambda c: _entries(c, id, 0)))
 
     async def list(
         self, *, limit: int = 100, offset: int = 0, suspended: bool | None = None
@@ -161,15 +254,16 @@ class SQLiteSessionStore:
             args += [limit, offset]
             return [_info(row) for row in c.execute(sql, args)]
 
-        return await self._run(q)
+        return await self._read(self._where("listing sessions"), q)
 
     # --- writes ------------------------------------------------------------------------------
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
         unstamped = encode_unstamped(turn)
-        return await self._run(
-            lambda c: _write(c, lambda: _checkpoint(c, id, turn, unstamped, expected_revision))
+        return await self._write(
+            self._where("saving a turn of", id),
+            lambda c: _checkpoint(c, id, turn, unstamped, expected_revision),
         )
 
     async def delete(self, id: str) -> None:
@@ -180,7 +274,7 @@ class SQLiteSessionStore:
                 c.execute(f"DELETE FROM {table} WHERE session_id = ?", (id,))
             c.execute("DELETE FROM dive_sessions WHERE id = ?", (id,))
 
-        await self._run(lambda c: _write(c, lambda: d(c)))
+        await self._write(self._where("deleting", id), d)
 
     async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
         validate_session_id(id)
@@ -194,7 +288,7 @@ class SQLiteSessionStore:
                 _insert(c, new_id, seq, 1, e)
             return _bump(c, new_id, 0, turns=sum(1 for e in copied if isinstance(e, Turn)))
 
-        return await self._run(lambda c: _write(c, lambda: f(c)))
+        return await self._write(self._where(f"forking into {new_id!r}", id), f)
 
     async def compact(self, id: str, summary: Message) -> int:
         validate_session_id(id)
@@ -207,7 +301,7 @@ class SQLiteSessionStore:
             _insert(c, id, _next_seq(c, id), rev + 1, entry)
             return _bump(c, id, rev)
 
-        return await self._run(lambda c: _write(c, lambda: f(c)))
+        return await self._write(self._where("compacting", id), f)
 
     async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
         validate_session_id(id)
@@ -222,17 +316,22 @@ class SQLiteSessionStore:
             c.execute("DELETE FROM dive_entries WHERE session_id = ? AND seq = ?", (id, last[0]))
             return _bump(c, id, rev, turns=-1)
 
-        return await self._run(lambda c: _write(c, lambda: f(c)))
+        return await self._write(self._where("removing the last turn of", id), f)
 
     # --- claims --------------------------------------------------------------------------------
 
     async def claim(self, id: str, owner: str, ttl: float) -> None:
         validate_session_id(id)
-        await self._run(lambda c: _write(c, lambda: _claim(c, id, owner, ttl, renew=False)))
+        await self._write(
+            self._where("claiming", id), lambda c: _claim(c, id, owner, ttl, renew=False)
+        )
 
     async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
         validate_session_id(id)
-        await self._run(lambda c: _write(c, lambda: _claim(c, id, owner, ttl, renew=True)))
+        await self._write(
+            self._where("renewing the claim on", id),
+            lambda c: _claim(c, id, owner, ttl, renew=True),
+        )
 
     async def release_claim(self, id: str, owner: str) -> None:
         validate_session_id(id)
@@ -240,7 +339,7 @@ class SQLiteSessionStore:
         def r(c: sqlite3.Connection) -> None:
             c.execute("DELETE FROM dive_claims WHERE session_id = ? AND owner = ?", (id, owner))
 
-        await self._run(lambda c: _write(c, lambda: r(c)))
+        await self._write(self._where("releasing the claim on", id), r)
 
 
 class _Worker:
@@ -312,7 +411,7 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         row = conn.execute("SELECT value FROM dive_meta WHERE key = 'schema_version'").fetchone()
         current = int(row[0]) if row else 0
         if current > SCHEMA_VERSION:
-            raise StoreError(
+            raise UnsupportedSchemaError(
                 f"{path} has dive session schema version {current}, newer than this dive "
                 f"understands ({SCHEMA_VERSION}); upgrade dive-agents to open it"
             )
@@ -327,19 +426,17 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            _quietly(conn, "ROLLBACK")
         raise
 
 
-def _write(conn: sqlite3.Connection, fn: Callable[[], T]) -> T:
-    conn.execute("BEGIN IMMEDIATE")
+def _quietly(conn: sqlite3.Connection, statement: str) -> None:
+    """Run ``statement`` ignoring driver errors (cleanup after an error already raised)."""
     try:
-        out = fn()
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return out
+        conn.execute(statement)
+    except sqlite3.Error:
+        pass
 
 
 def _revision(conn: sqlite3.Connection, id: str) -> int:
@@ -399,7 +496,8 @@ def _load(conn: sqlite3.Connection, id: str) -> SessionSnapshot:
                 snap = replace(snap, latest_outcome=earlier)
         return snap
     finally:
-        conn.execute("COMMIT")
+        if conn.in_transaction:
+            _quietly(conn, "COMMIT")
 
 
 def _insert(
