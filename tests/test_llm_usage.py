@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dive.errors import MessageValidationError
-from dive.llm import Usage
+from dive.llm import PricingInfo, Usage, cost_of
 
 
 def test_defaults() -> None:
@@ -86,6 +87,8 @@ _OPTIONAL_BREAKDOWNS: dict[str, Callable[[int | None], Usage]] = {
     "cache_creation_5m_input_tokens": lambda v: Usage(cache_creation_5m_input_tokens=v),
     "cache_creation_1h_input_tokens": lambda v: Usage(cache_creation_1h_input_tokens=v),
     "reasoning_tokens": lambda v: Usage(reasoning_tokens=v),
+    "web_search_requests": lambda v: Usage(web_search_requests=v),
+    "web_fetch_requests": lambda v: Usage(web_fetch_requests=v),
 }
 
 
@@ -234,6 +237,7 @@ ROUND_TRIP = [
     ),
     Usage(cache_creation_5m_input_tokens=0, cache_creation_1h_input_tokens=0, reasoning_tokens=0),
     Usage(service_tier="mixed", cost=0.0),
+    Usage(web_search_requests=3, web_fetch_requests=0),
 ]
 
 
@@ -252,6 +256,47 @@ def test_to_dict_omits_defaults_but_keeps_known_zero_and_unknown() -> None:
     assert Usage(known=False).to_dict() == {"known": False}
     # A reported zero breakdown is not the same as an unreported one.
     assert Usage(reasoning_tokens=0).to_dict() == {"reasoning_tokens": 0}
+    assert Usage(web_search_requests=0).to_dict() == {"web_search_requests": 0}
+
+
+def test_server_tool_requests_are_unknown_until_reported() -> None:
+    assert Usage().web_search_requests is None
+    assert Usage().web_fetch_requests is None
+    total = Usage(web_search_requests=2) + Usage() + Usage(web_search_requests=1)
+    assert total.web_search_requests == 3
+    assert total.web_fetch_requests is None
+
+
+def test_web_searches_are_priced_by_genai_prices() -> None:
+    tokens = Usage(input_tokens=1000, output_tokens=100)
+    base = cost_of(tokens, provider="anthropic", model="claude-sonnet-4-6")
+    searched = cost_of(
+        replace(tokens, web_search_requests=3), provider="anthropic", model="claude-sonnet-4-6"
+    )
+    assert base is not None
+    assert searched == pytest.approx(base + 3 * 10 / 1000)  # $10 per 1,000 searches
+
+
+def test_web_searches_without_a_genai_prices_rate() -> None:
+    searched = Usage(input_tokens=1000, output_tokens=100, web_search_requests=2)
+    old = "claude-3-haiku-20240307"  # genai-prices has no web search rate for it
+    base = cost_of(replace(searched, web_search_requests=0), provider="anthropic", model=old)
+    assert base is not None
+    # Anthropic's published price fills in ...
+    assert cost_of(searched, provider="anthropic", model=old) == pytest.approx(base + 0.02)
+    # ... elsewhere the cost is unknown rather than too low.
+    # deepseek-chat is priced, but not its searches
+    unsearched = replace(searched, web_search_requests=0)
+    assert cost_of(unsearched, provider="deepseek", model="deepseek-chat") is not None
+    assert cost_of(searched, provider="deepseek", model="deepseek-chat") is None
+
+
+def test_a_pricing_override_prices_web_searches() -> None:
+    price = PricingInfo(input_per_mtok=1.0, output_per_mtok=2.0)
+    u = Usage(input_tokens=1_000_000, output_tokens=1_000_000, web_search_requests=5)
+    assert cost_of(u, provider="x", model="y", override=price) == pytest.approx(3.0 + 0.05)
+    cheaper = PricingInfo(input_per_mtok=1.0, output_per_mtok=2.0, web_search_per_thousand=5.0)
+    assert cost_of(u, provider="x", model="y", override=cheaper) == pytest.approx(3.0 + 0.025)
 
 
 def test_from_dict_rejects_unknown_fields() -> None:
@@ -276,6 +321,8 @@ usages = st.builds(
     cache_creation_5m_input_tokens=opt_small,
     cache_creation_1h_input_tokens=opt_small,
     reasoning_tokens=opt_small,
+    web_search_requests=opt_small,
+    web_fetch_requests=opt_small,
     service_tier=st.none() | st.sampled_from(["standard", "priority", "flex"]),
     # Integer-valued costs keep float sums exact.
     cost=st.none() | st.integers(min_value=0, max_value=1000).map(float),

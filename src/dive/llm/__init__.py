@@ -4,7 +4,12 @@ Requests, responses, Anthropic-shaped stream events and their accumulator, stop-
 classification and usage. This package knows nothing of ``dive.providers``.
 """
 
-from dive.llm._accumulate import ResponseAccumulator, parse_tool_arguments, response_to_events
+from dive.llm._accumulate import (
+    ResponseAccumulator,
+    fold_raw_delta,
+    parse_tool_arguments,
+    response_to_events,
+)
 from dive.llm._events import (
     CitationsDelta,
     ContentBlockDelta,
@@ -21,7 +26,7 @@ from dive.llm._events import (
     TextDelta,
     ThinkingDelta,
 )
-from dive.llm._model import Model, collect
+from dive.llm._model import Model, TokenCounter, collect
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.llm._request import ModelRequest, ModelSettings, ToolChoice
 from dive.llm._response import ModelResponse
@@ -52,10 +57,12 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ThinkingDelta",
+    "TokenCounter",
     "ToolChoice",
     "Usage",
     "classify_stop_reason",
     "collect",
+    "fold_raw_delta",
     "parse_tool_arguments",
     "response_to_events",
 ]

@@ -5,12 +5,16 @@ The accumulator tracks what reached the consumer: ``content_started`` turns true
 ``partial()`` returns what an interrupted stream leaves that is safe to keep: finished blocks
 and partial text, minus half-written tool JSON, thinking without its signature, and server
 tool calls without their result.
+
+``fold_raw_delta`` is the generic accumulation of a block dive does not model: a provider that
+meets such a block holds its raw JSON, folds each of its deltas in, and reports the block
+complete at its stop, so no delta is ever dropped.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dive.errors import StreamInterruptedError
@@ -42,7 +46,7 @@ from dive.messages import (
 )
 from dive.messages.codec import JSONValue
 
-__all__ = ["ResponseAccumulator", "parse_tool_arguments", "response_to_events"]
+__all__ = ["ResponseAccumulator", "fold_raw_delta", "parse_tool_arguments", "response_to_events"]
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
@@ -56,6 +60,35 @@ def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, raw
     return value, None  # pyright: ignore[reportUnknownVariableType]
+
+
+def fold_raw_delta(block: Mapping[str, Any], delta: Mapping[str, Any]) -> dict[str, Any]:
+    """A raw block's JSON with one raw delta folded in (a new dict; the inputs are unchanged).
+
+    Every field of the delta but ``type`` applies to the field of the same name: a string
+    appends to a string, a list extends a list, anything else replaces the value, and a null
+    changes nothing. A compaction block started with ``content: null`` and given
+    ``{"type": "compaction_delta", "content": "Summary…"}`` ends with that content.
+
+    Args:
+        block: the block's JSON so far (as ``content_block_start`` gave it, plus earlier deltas).
+        delta: one delta's JSON, e.g. ``{"type": "compaction_delta", "content": "…"}``.
+
+    Returns:
+        The block's JSON with the delta applied.
+    """
+    out = dict(block)
+    for key, value in delta.items():
+        if key == "type" or value is None:
+            continue
+        current = out.get(key)
+        if isinstance(value, str) and isinstance(current, str):
+            out[key] = current + value
+        elif isinstance(value, list) and isinstance(current, list):
+            out[key] = [*current, *value]  # pyright: ignore[reportUnknownVariableType]
+        else:
+            out[key] = value
+    return out
 
 
 class _Builder:

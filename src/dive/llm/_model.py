@@ -16,7 +16,7 @@ from dive.llm._events import StreamEvent
 from dive.llm._request import ModelRequest
 from dive.llm._response import ModelResponse
 
-__all__ = ["Model", "collect"]
+__all__ = ["Model", "TokenCounter", "collect"]
 
 
 @runtime_checkable
@@ -44,6 +44,23 @@ class Model(Protocol):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         """Send the request and return the whole response."""
+        ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Optional: a model that can count a request's input tokens without generating.
+
+    Not part of :class:`Model`, so every existing model stays valid; check for it with
+    ``isinstance(model, TokenCounter)``. Token limits and compaction use it when present.
+    """
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The input tokens ``request`` would use (system, tools and messages).
+
+        Raises:
+            ProviderError: the provider refused or could not be reached.
+        """
         ...
 
 

@@ -1,6 +1,11 @@
 """Cost from the maintained ``genai-prices`` package, with a user override.
 
 ``cost_of`` returns ``None`` (unknown) when the model is not priced — never a made-up zero.
+Web searches are priced per request: ``genai-prices`` carries the rate per model (Anthropic:
+$10 per 1,000 searches); where it has none, Anthropic models use ``WEB_SEARCH_PER_THOUSAND``
+(Anthropic's published price) and other providers' cost is unknown. A ``PricingInfo``
+override uses its ``web_search_per_thousand``.
+Web fetches carry no per-request price (their content is billed as input tokens).
 """
 
 from __future__ import annotations
@@ -12,18 +17,33 @@ from dive.llm._usage import Usage
 
 __all__ = ["PricingInfo", "cost_of"]
 
+WEB_SEARCH_PER_THOUSAND = 10.0
+"""Anthropic's list price of its web search tool: $10 per 1,000 searches."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PricingInfo:
-    """Private pricing, in dollars per million tokens (overrides ``genai-prices``)."""
+    """Private pricing, in dollars per million tokens (overrides ``genai-prices``).
+
+    Attributes:
+        input_per_mtok: uncached input.
+        output_per_mtok: output.
+        cache_write_5m_per_mtok: 5-minute cache writes (default 1.25 x input).
+        cache_write_1h_per_mtok: 1-hour cache writes (default 2 x input).
+        cache_read_per_mtok: cache reads (default 0.1 x input).
+        web_search_per_thousand: dollars per 1,000 web searches (default $10, Anthropic's
+            list price).
+    """
 
     input_per_mtok: float
     output_per_mtok: float
     cache_write_5m_per_mtok: float | None = None
     cache_write_1h_per_mtok: float | None = None
     cache_read_per_mtok: float | None = None
+    web_search_per_thousand: float = WEB_SEARCH_PER_THOUSAND
 
     def cost(self, usage: Usage) -> float:
+        """The cost of ``usage`` in dollars at these prices."""
         write_1h = usage.cache_creation_1h_input_tokens or 0
         write_5m = usage.cache_creation_input_tokens - write_1h
         w5 = (
@@ -48,13 +68,21 @@ class PricingInfo:
             + write_1h * w1
             + usage.cache_read_input_tokens * read
         )
-        return total / 1_000_000
+        searches = (usage.web_search_requests or 0) * self.web_search_per_thousand / 1000
+        return total / 1_000_000 + searches
 
 
 def cost_of(
     usage: Usage, *, provider: str, model: str, override: PricingInfo | None = None
 ) -> float | None:
-    """The cost of ``usage`` in dollars, or None when the price is unknown."""
+    """The cost of ``usage`` in dollars, or None when the price is unknown.
+
+    Args:
+        usage: the tokens and server tool requests to price.
+        provider: the ``genai-prices`` provider id (``anthropic``, ``openai``, ``google``…).
+        model: the model name as requested.
+        override: private prices to use instead of ``genai-prices``.
+    """
     if override is not None:
         return override.cost(usage)
     try:
@@ -68,6 +96,7 @@ def cost_of(
         cache_read_tokens=usage.cache_read_input_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens,
         cache_write_1h_tokens=usage.cache_creation_1h_input_tokens,
+        web_searches=usage.web_search_requests or None,
     )
     try:
         with warnings.catch_warnings():
@@ -75,4 +104,10 @@ def cost_of(
             result = calc_price(priced, model_ref=model, provider_id=provider)
     except LookupError:
         return None
-    return float(result.total_price)
+    total = float(result.total_price)
+    searches = usage.web_search_requests or 0
+    if searches and getattr(result.model_price, "web_searches_kcount", None) is None:
+        if provider != "anthropic":
+            return None  # searches ran, and their price is unknown
+        total += searches * WEB_SEARCH_PER_THOUSAND / 1000
+    return total

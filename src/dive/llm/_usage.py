@@ -2,7 +2,10 @@
 
 ``input_tokens`` (uncached), ``cache_creation_input_tokens`` (cache write) and
 ``cache_read_input_tokens`` (cache read) never overlap; ``total_input_tokens`` sums them.
-``reasoning_tokens`` is a subset of ``output_tokens``. Unknown is distinct from zero:
+``reasoning_tokens`` is a subset of ``output_tokens``. Token counts are what was billed, so they
+include passes the provider ran inside one call (Anthropic's server-side compaction).
+``web_search_requests`` and ``web_fetch_requests`` count server tool requests, which are billed
+per request. Unknown is distinct from zero:
 ``cost=None`` means the price is unknown, a ``None`` breakdown means the provider did not
 report it, and ``known=False`` marks counts that are lower bounds because some model call's
 usage never arrived (a stream that died before its usage frame).
@@ -38,7 +41,23 @@ def _tier(a: str | None, b: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Tokens (and cost) of one or more model calls."""
+    """Tokens (and cost) of one or more model calls.
+
+    Attributes:
+        input_tokens: uncached input tokens.
+        output_tokens: output tokens (reasoning included).
+        cache_creation_input_tokens: input tokens written to the prompt cache.
+        cache_read_input_tokens: input tokens read from the prompt cache.
+        cache_creation_5m_input_tokens: the 5-minute part of the cache writes (None: unreported).
+        cache_creation_1h_input_tokens: the 1-hour part of the cache writes (None: unreported).
+        reasoning_tokens: the reasoning part of ``output_tokens`` (None: unreported).
+        web_search_requests: server-side web searches run (None: unreported).
+        web_fetch_requests: server-side web fetches run (None: unreported).
+        service_tier: the tier that served the calls (``mixed`` when they differ).
+        cost: dollars (None: the price is unknown).
+        requests: how many model calls this sums.
+        known: False when some call's usage never arrived (counts are lower bounds).
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     input_tokens: int = 0
@@ -48,6 +67,8 @@ class Usage:
     cache_creation_5m_input_tokens: int | None = None
     cache_creation_1h_input_tokens: int | None = None
     reasoning_tokens: int | None = None
+    web_search_requests: int | None = None
+    web_fetch_requests: int | None = None
     service_tier: str | None = None
     cost: float | None = None
     requests: int = 0
@@ -80,6 +101,8 @@ class Usage:
                 self.cache_creation_1h_input_tokens, other.cache_creation_1h_input_tokens
             ),
             reasoning_tokens=_add_opt(self.reasoning_tokens, other.reasoning_tokens),
+            web_search_requests=_add_opt(self.web_search_requests, other.web_search_requests),
+            web_fetch_requests=_add_opt(self.web_fetch_requests, other.web_fetch_requests),
             service_tier=_tier(self.service_tier, other.service_tier),
             cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
             requests=self.requests + other.requests,

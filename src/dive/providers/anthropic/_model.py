@@ -1,6 +1,7 @@
 """``AnthropicModel``: the Messages API through the official ``anthropic`` SDK.
 
-Streams by default (non-streaming on request). The SDK's own retries are off; dive's
+Streams by default (non-streaming on request); counts tokens (``count_tokens``, the optional
+``dive.llm.TokenCounter`` protocol). The SDK's own retries are off; dive's
 ``RetryPolicy`` retries inside the retry window only — ``message_start`` and ``ping`` are held
 back until the first content event, so a retried attempt never duplicates output. Vendor
 exceptions become ``ProviderError`` subclasses. First-party, Vertex and Bedrock async clients
@@ -20,6 +21,7 @@ from dive.errors import (
     MissingCredentialsError,
     ProviderError,
     StreamInterruptedError,
+    UnsupportedSettingError,
     UserError,
 )
 from dive.llm import (
@@ -34,7 +36,7 @@ from dive.llm import (
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate
-from dive.providers.anthropic._request import build_request
+from dive.providers.anthropic._request import WarnOnce, build_request
 from dive.providers.anthropic._response import map_response, to_dict
 from dive.providers.anthropic._stream import StreamMapper
 
@@ -82,6 +84,7 @@ class AnthropicModel:
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
+        self._warn = WarnOnce()  # settings warnings: once per model, not per request
 
     @property
     def name(self) -> str:
@@ -104,7 +107,7 @@ class AnthropicModel:
         return event
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        return sdk_kwargs(build_request(request, self._model, self._label))
+        return sdk_kwargs(build_request(request, self._model, self._label, warn=self._warn))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request)
@@ -122,10 +125,10 @@ class AnthropicModel:
                 self.stopped = False
 
             def feed(self, raw: Any) -> list[StreamEvent]:
-                event = self.inner.map(to_dict(raw))
-                if isinstance(event, MessageStop):
+                events = self.inner.map_all(to_dict(raw))
+                if any(isinstance(e, MessageStop) for e in events):
                     self.stopped = True
-                return [] if event is None else [model._priced(event)]
+                return [model._priced(e) for e in events]
 
             def finish(self) -> list[StreamEvent]:
                 if not self.stopped:
@@ -155,6 +158,33 @@ class AnthropicModel:
         )
         return replace(response, usage=response.usage.with_cost(cost))
 
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """The input tokens ``request`` would use, from ``/v1/messages/count_tokens``.
+
+        The request is mapped as for a call (system, tools, tool choice, thinking, messages);
+        generation settings (``max_tokens``, sampling, stop sequences) do not apply. Retried
+        like a call under ``retry``.
+
+        Raises:
+            ProviderError: the API refused the request or could not be reached.
+            UnsupportedSettingError: this client (e.g. a cloud platform's) has no token
+                counting.
+        """
+        messages_api = self._client.messages
+        if not hasattr(messages_api, "count_tokens"):
+            raise UnsupportedSettingError(
+                f"{type(self._client).__name__} has no count_tokens; count tokens with a "
+                "first-party anthropic.AsyncAnthropic client instead"
+            )
+        body = build_request(request, self._model, self._label, warn=self._warn)
+        kwargs = {k: v for k, v in body.items() if k in _COUNT_PARAMS}
+
+        async def count() -> Any:
+            return await messages_api.count_tokens(**kwargs)
+
+        raw = await generate_with_retry(count, self._translate, self.retry)
+        return int(to_dict(raw)["input_tokens"])
+
     async def aclose(self) -> None:
         """Close the SDK client (its HTTP connections)."""
         await self._client.close()
@@ -172,6 +202,20 @@ _SDK_PARAMS = frozenset(
         "output_config",
         "service_tier",
         "stop_sequences",
+        "system",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "extra_headers",
+    }
+)
+
+
+_COUNT_PARAMS = frozenset(
+    {
+        "messages",
+        "model",
+        "output_config",
         "system",
         "thinking",
         "tool_choice",

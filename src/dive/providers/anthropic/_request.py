@@ -6,13 +6,22 @@ effort per the model's capabilities, sampling parameters dropped or forced per f
 messages regrouped (each run of tool messages becomes one user message, results first).
 Thinking, redacted thinking, server-tool pairs and unknown blocks go back only to the provider
 that produced them; unsigned thinking is dropped.
+
+Text that is empty or only whitespace is never sent (the API answers ``400 messages: text
+content blocks must contain non-whitespace text``), though the record keeps it: real responses
+carry such blocks (a blank-line text after adaptive thinking, ``" "`` around a paused web search).
+A message left with no content is dropped whole; neighbours of one role then travel as one
+message, which the API accepts (it merges consecutive same-role messages itself).
+
+Setting warnings (a sampling parameter dropped, a budget mapped to adaptive thinking) go to
+``warn``; ``AnthropicModel`` passes a :class:`WarnOnce`, so each is logged once per model.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dive.errors import UnsupportedSettingError
@@ -41,11 +50,28 @@ from dive.providers._history import sendable
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
 
-__all__ = ["build_request"]
+__all__ = ["WarnOnce", "build_request"]
 
 log = logging.getLogger("dive.providers.anthropic")
 
 Json = dict[str, Any]
+Warn = Callable[[str], None]
+
+
+def _log_warning(message: str) -> None:
+    log.warning("%s", message)
+
+
+class WarnOnce:
+    """Logs each distinct warning once (one per model instance)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def __call__(self, message: str) -> None:
+        if message not in self._seen:
+            self._seen.add(message)
+            _log_warning(message)
 
 
 def _cc(cc: CacheControl | None) -> Json | None:
@@ -77,8 +103,8 @@ def _source(src: Any) -> Json:
 
 def _media(block: TextBlock | ImageBlock | DocumentBlock) -> Json | None:
     if isinstance(block, TextBlock):
-        if not block.text:
-            return None
+        if not block.text.strip():
+            return None  # the API refuses empty and whitespace-only text
         out: Json = {"type": "text", "text": block.text}
         if block.citations:
             out["citations"] = list(block.citations)
@@ -190,7 +216,7 @@ def _messages(history: Sequence[Message], label: str) -> tuple[list[Json], list[
         last = len(messages) - 1 - len(history[-1].tool_calls)  # its answers follow it
     for i, m in enumerate(messages):
         if m.role == "system":
-            if m.text:
+            if m.text.strip():
                 system_text.append(m.text)
             continue
         if i == last and m.role == "assistant":  # a pause_turn resend: content as is
@@ -237,16 +263,14 @@ def _thinking_ok(messages: list[Json]) -> bool:
     return True
 
 
-def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int) -> Json | None:
+def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int, warn: Warn) -> Json | None:
     mode = s.thinking
     if mode is None and s.reasoning_budget:
         mode = "enabled"
     if mode is None or mode == "disabled" or not caps.thinking:
         return None
     if mode == "enabled" and caps.adaptive_only:
-        log.warning(
-            "%s accepts only adaptive thinking; mapping the budget to adaptive", caps.family
-        )
+        warn(f"{caps.family} accepts only adaptive thinking; mapping the budget to adaptive")
         mode = "adaptive"
     out: Json = {"type": mode}
     if mode == "enabled":
@@ -261,29 +285,31 @@ def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int) -> Json | N
     return out
 
 
-def _sampling(kwargs: Json, s: ModelSettings, caps: Capabilities, thinking: bool) -> None:
+def _sampling(
+    kwargs: Json, s: ModelSettings, caps: Capabilities, thinking: bool, warn: Warn
+) -> None:
     if s.temperature is not None:
         if not caps.temperature:
-            log.warning("temperature is not accepted by %s models; dropped", caps.family)
+            warn(f"temperature is not accepted by {caps.family} models; dropped")
         elif thinking and s.temperature != 1:
-            log.warning("temperature must be 1 with thinking; dropped")
+            warn("temperature must be 1 with thinking; dropped")
         else:
             kwargs["temperature"] = s.temperature
     if s.top_k is not None:
         if thinking:
-            log.warning("top_k is not accepted with thinking; dropped")
+            warn("top_k is not accepted with thinking; dropped")
         else:
             kwargs["top_k"] = s.top_k
     if s.top_p is not None:
         kwargs["top_p"] = max(s.top_p, 0.95) if thinking else s.top_p
 
 
-def _effort(s: ModelSettings, caps: Capabilities) -> str | None:
+def _effort(s: ModelSettings, caps: Capabilities, warn: Warn) -> str | None:
     effort = s.reasoning_effort
     if effort is None:
         return None
     if not caps.effort:
-        log.warning("reasoning_effort is not supported by %s models; dropped", caps.family)
+        warn(f"reasoning_effort is not supported by {caps.family} models; dropped")
         return None
     if effort == "minimal":
         effort = "low"
@@ -292,8 +318,24 @@ def _effort(s: ModelSettings, caps: Capabilities) -> str | None:
     return effort
 
 
-def build_request(request: ModelRequest, model: str, label: str = "anthropic") -> Json:
-    """Keyword arguments for ``client.messages.create`` (without ``stream``)."""
+def build_request(
+    request: ModelRequest, model: str, label: str = "anthropic", *, warn: Warn | None = None
+) -> Json:
+    """The Messages API body for ``request`` (``client.messages.create`` without ``stream``).
+
+    Args:
+        request: the provider-neutral request.
+        model: the Claude model id.
+        label: the provider label of this client; blocks another provider produced (thinking,
+            server tools, unknown blocks) are not sent.
+        warn: receives each warning about a dropped or adjusted setting (default: logged to
+            ``dive.providers.anthropic`` every time).
+
+    Raises:
+        UnsupportedSettingError: a combination the API refuses (thinking with a forced tool
+            choice, a thinking budget not below ``max_tokens``).
+    """
+    warn = warn or _log_warning
     s = request.settings
     caps = capabilities_for(model)
     tc = s.tool_choice
@@ -306,12 +348,13 @@ def build_request(request: ModelRequest, model: str, label: str = "anthropic") -
     max_tokens = s.max_tokens or caps.default_max_tokens
     messages, extra_system = _messages(request.messages, label)
     kwargs: Json = {"model": model, "max_tokens": max_tokens, "messages": messages}
-    system_text = "\n\n".join(t for t in (request.system, *extra_system) if t)
+    system_text = "\n\n".join(t for t in (request.system, *extra_system) if t and t.strip())
     system = [{"type": "text", "text": system_text}] if system_text else []
     tools = [_tool(d) for d in sorted(request.tools, key=lambda d: d.name)]
-    thinking = _thinking(s, caps, max_tokens)
+    thinking = _thinking(s, caps, max_tokens, warn)
     if thinking is not None and not _thinking_ok(messages):
-        log.warning("the last tool-use turn does not start with thinking; thinking omitted")
+        # about this request's history, not the settings: logged every time
+        _log_warning("the last tool-use turn does not start with thinking; thinking omitted")
         thinking = None
     if s.caching is not False:
         place_markers(tools, system, messages, ttl=s.cache_ttl or "5m")
@@ -324,10 +367,10 @@ def build_request(request: ModelRequest, model: str, label: str = "anthropic") -
         kwargs["tool_choice"] = choice
     if thinking is not None:
         kwargs["thinking"] = thinking
-    effort = _effort(s, caps)
+    effort = _effort(s, caps, warn)
     if effort is not None:
         kwargs["output_config"] = {"effort": effort}
-    _sampling(kwargs, s, caps, thinking is not None)
+    _sampling(kwargs, s, caps, thinking is not None, warn)
     if s.stop_sequences:
         kwargs["stop_sequences"] = list(s.stop_sequences)
     if s.metadata and "user_id" in s.metadata:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 from dive.llm import ModelResponse, Usage
 from dive.messages import (
@@ -69,23 +70,80 @@ def map_block(block: Json, label: str) -> ContentBlock:
     return UnknownBlock(provider=label, block_type=str(kind), data=clean)
 
 
+def _int(data: Json, key: str) -> int:
+    value = data.get(key)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def _opt_int(data: Json, key: str) -> int | None:
+    value = data.get(key)
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _add_opt(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else a + b
+
+
+def _compaction_passes(raw: Json) -> list[Json]:
+    """The ``usage.iterations`` entries of server-side compaction passes.
+
+    Their tokens are billed but, unlike the ``message`` iterations, not included in the
+    top-level fields.
+    """
+    entries: Any = raw.get("iterations")
+    if not isinstance(entries, list):
+        return []
+    passes: list[Json] = []
+    for entry in cast(list[Any], entries):
+        if isinstance(entry, dict) and cast(Json, entry).get("type") == "compaction":
+            passes.append(cast(Json, entry))
+    return passes
+
+
 def map_usage(raw: Json | None) -> Usage:
-    """Anthropic usage (buckets already disjoint) → ``Usage``."""
+    """Anthropic usage (buckets already disjoint) → ``Usage``.
+
+    Compaction passes (``usage.iterations`` of type ``compaction``) are added to the token
+    counts; ``server_tool_use`` gives the web search and fetch requests.
+    """
     if not raw:
         return Usage(requests=1, known=False)
     creation = sub(raw, "cache_creation")
     details = sub(raw, "output_tokens_details")
-    return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        cache_creation_input_tokens=int(raw.get("cache_creation_input_tokens") or 0),
-        cache_read_input_tokens=int(raw.get("cache_read_input_tokens") or 0),
-        cache_creation_5m_input_tokens=creation.get("ephemeral_5m_input_tokens"),
-        cache_creation_1h_input_tokens=creation.get("ephemeral_1h_input_tokens"),
-        reasoning_tokens=details.get("thinking_tokens"),
+    servers = sub(raw, "server_tool_use")
+    usage = Usage(
+        input_tokens=_int(raw, "input_tokens"),
+        output_tokens=_int(raw, "output_tokens"),
+        cache_creation_input_tokens=_int(raw, "cache_creation_input_tokens"),
+        cache_read_input_tokens=_int(raw, "cache_read_input_tokens"),
+        cache_creation_5m_input_tokens=_opt_int(creation, "ephemeral_5m_input_tokens"),
+        cache_creation_1h_input_tokens=_opt_int(creation, "ephemeral_1h_input_tokens"),
+        reasoning_tokens=_opt_int(details, "thinking_tokens"),
+        web_search_requests=_opt_int(servers, "web_search_requests"),
+        web_fetch_requests=_opt_int(servers, "web_fetch_requests"),
         service_tier=raw.get("service_tier"),
         requests=1,
     )
+    for entry in _compaction_passes(raw):
+        entry_creation = sub(entry, "cache_creation")
+        usage = replace(
+            usage,
+            input_tokens=usage.input_tokens + _int(entry, "input_tokens"),
+            output_tokens=usage.output_tokens + _int(entry, "output_tokens"),
+            cache_creation_input_tokens=usage.cache_creation_input_tokens
+            + _int(entry, "cache_creation_input_tokens"),
+            cache_read_input_tokens=usage.cache_read_input_tokens
+            + _int(entry, "cache_read_input_tokens"),
+            cache_creation_5m_input_tokens=_add_opt(
+                usage.cache_creation_5m_input_tokens,
+                _opt_int(entry_creation, "ephemeral_5m_input_tokens"),
+            ),
+            cache_creation_1h_input_tokens=_add_opt(
+                usage.cache_creation_1h_input_tokens,
+                _opt_int(entry_creation, "ephemeral_1h_input_tokens"),
+            ),
+        )
+    return usage
 
 
 def map_response(raw: Json, label: str, requested: str) -> ModelResponse:

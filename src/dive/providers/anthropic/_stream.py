@@ -2,10 +2,17 @@
 
 ``message_delta`` usage is cumulative: fields present overwrite the running totals started by
 ``message_start``; the mapped event carries the merged usage. Unknown event types are skipped.
+
+A block dive does not model (``compaction``, or any future type) is held back while it
+streams: its deltas (``compaction_delta`` or unknown ones) are folded into its raw JSON with
+``fold_raw_delta``, and at its ``content_block_stop`` it is reported whole — a start carrying
+the complete block, then the stop — so it is stored exactly as a non-streamed response gives
+it. An unknown delta for a block dive does model is logged, never dropped silently.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from dive.llm import (
@@ -22,12 +29,16 @@ from dive.llm import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    fold_raw_delta,
 )
+from dive.messages import UnknownBlock
 from dive.providers.anthropic._response import map_block, map_usage, sub
 
 __all__ = ["StreamMapper"]
 
 Json = dict[str, Any]
+
+log = logging.getLogger("dive.providers.anthropic")
 
 _USAGE_FIELDS = (
     "input_tokens",
@@ -38,25 +49,43 @@ _USAGE_FIELDS = (
     "server_tool_use",
     "output_tokens_details",
     "service_tier",
+    "iterations",
 )
 
 
 class StreamMapper:
-    """Maps one response's raw events, keeping the running usage."""
+    """Maps one response's raw events, keeping the running usage and the held blocks."""
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.usage: Json = {}
+        self._held: dict[int, Json] = {}  # raw JSON of unmodelled blocks, by index
 
-    def map(self, event: Json) -> StreamEvent | None:
+    def map_all(self, event: Json) -> list[StreamEvent]:
+        """The dive events for one raw event (none, one, or a held block's start and stop)."""
         kind = event.get("type")
         if kind == "content_block_delta":
             return self._delta(event)
         if kind == "content_block_start":
-            block = map_block(event["content_block"], self.label)
-            return ContentBlockStart(index=int(event["index"]), block=block)
+            index = int(event["index"])
+            raw = sub(event, "content_block")
+            block = map_block(raw, self.label)
+            if isinstance(block, UnknownBlock):
+                self._held[index] = dict(raw)
+                return []
+            return [ContentBlockStart(index=index, block=block)]
         if kind == "content_block_stop":
-            return ContentBlockStop(index=int(event["index"]))
+            index = int(event["index"])
+            held = self._held.pop(index, None)
+            stop = ContentBlockStop(index=index)
+            if held is None:
+                return [stop]
+            return [ContentBlockStart(index=index, block=map_block(held, self.label)), stop]
+        event_out = self._message_event(event)
+        return [] if event_out is None else [event_out]
+
+    def _message_event(self, event: Json) -> StreamEvent | None:
+        kind = event.get("type")
         if kind == "message_start":
             message = sub(event, "message")
             self.usage = {k: v for k, v in sub(message, "usage").items() if v is not None}
@@ -82,9 +111,27 @@ class StreamMapper:
             return Ping()
         return None
 
-    def _delta(self, event: Json) -> StreamEvent | None:
+    def _delta(self, event: Json) -> list[StreamEvent]:
         d = sub(event, "delta")
         index = int(event["index"])
+        held = self._held.get(index)
+        if held is not None:
+            self._held[index] = fold_raw_delta(held, d)
+            return []
+        mapped = self._known_delta(index, d)
+        if mapped is None:
+            log.warning(
+                "Anthropic stream: a %r delta for content block %d (a block type dive models) "
+                "has no mapping and was not applied; upgrade dive, or report it with the raw "
+                "event: %r",
+                d.get("type"),
+                index,
+                event,
+            )
+            return []
+        return [mapped]
+
+    def _known_delta(self, index: int, d: Json) -> StreamEvent | None:
         kind = d.get("type")
         if kind == "text_delta":
             return ContentBlockDelta(index=index, delta=TextDelta(text=d.get("text") or ""))

@@ -10,6 +10,8 @@ deltas → ``content_block_stop``, then ``message_delta`` (stop reason, cumulati
   then the input JSON in fragments whose concatenation parses to exactly the input;
 - thinking: start with empty ``thinking`` and ``signature``, ``thinking_delta`` chunks, one
   ``signature_delta`` just before the stop;
+- compaction: start with null ``content`` (and ``encrypted_content``, when the block has one),
+  then one ``compaction_delta`` carrying both whole;
 - anything else (redacted thinking, server tool results, unknown types) arrives complete in
   ``content_block_start`` and stops at once.
 
@@ -196,6 +198,9 @@ def _delta(index: int, delta: Mapping[str, Any]) -> Event:
     )
 
 
+_COMPACTION_DELTA_FIELDS = ("content", "encrypted_content")
+
+
 def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[Event]:
     kind = block.get("type")
     start: dict[str, Any]
@@ -225,6 +230,11 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[Event]:
                 {"type": "thinking_delta", "thinking": c} for c in _chunks(thinking, TEXT_CHUNK)
             ]
         deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "compaction":
+        carried = [k for k in _COMPACTION_DELTA_FIELDS if block.get(k) is not None]
+        start = {**block, **dict.fromkeys(carried)}
+        start.setdefault("content", None)
+        deltas = [{"type": "compaction_delta", **{k: block[k] for k in carried}}]
     else:
         start = dict(block)
     yield Event(
@@ -239,7 +249,9 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[Event]:
 def message_events(message: Mapping[str, Any], *, pings: bool = True) -> list[Event]:
     """The SSE events that stream ``message`` (as :func:`render_message` built it)."""
     usage = as_dict(message["usage"]) or {}
-    start_usage = {k: v for k, v in usage.items() if k not in ("output_tokens_details",)}
+    start_usage = {
+        k: v for k, v in usage.items() if k not in ("output_tokens_details", "iterations")
+    }
     start_usage["output_tokens"] = 1
     start_message: dict[str, Any] = {
         **{k: v for k, v in message.items() if k != "stop_details"},
@@ -273,6 +285,7 @@ def message_events(message: Mapping[str, Any], *, pings: bool = True) -> list[Ev
             "output_tokens",
             "server_tool_use",
             "output_tokens_details",
+            "iterations",
         )
     }
     events.append(

@@ -1,7 +1,8 @@
 """Request parsing: the JSON body → :class:`ParsedRequest`, with the API's schema errors.
 
 Parsing checks shapes only (required fields, types, enumerations, tool-name pattern,
-``cache_control`` values and where markers are allowed); the conversation rules (tool
+``cache_control`` values and where markers are allowed, message text blocks that are empty or
+only whitespace); the conversation rules (tool
 pairing, thinking rules, breakpoint limits) live in ``_validate`` and ``_cache``.
 
 Every block keeps the path the API would name in an error (``tools.0``, ``system.1``,
@@ -47,6 +48,8 @@ _REQUIRED_FIELDS: Mapping[str, tuple[tuple[str, type], ...]] = {
     "image": (("source", dict),),
     "document": (("source", dict),),
 }
+EMPTY_TEXT = "messages: text content blocks must be non-empty"
+WHITESPACE_TEXT = "messages: text content blocks must contain non-whitespace text"
 _TYPE_NAMES: Mapping[type, str] = {
     str: "a valid string",
     dict: "a valid dictionary",
@@ -332,6 +335,7 @@ def _message(item: object, n: int, model: str) -> tuple[str, tuple[Block, ...]]:
     content = message["content"]
     if isinstance(content, str):
         text = {"type": "text", "text": content}
+        _check_text(text)
         path = f"messages.{n}.content.0"
         return role, (Block(tier="messages", path=path, data=text, index=0, message_index=n),)
     items = as_list(content)
@@ -357,6 +361,8 @@ def _content_block(raw: object, path: str) -> dict[str, Any]:
             raise invalid_request(f"{path}.{kind}.{name}: Field required")
         if not isinstance(block[name], expected):
             raise invalid_request(f"{path}.{kind}.{name}: Input should be {_TYPE_NAMES[expected]}")
+    if kind == "text":
+        _check_text(block)
     if kind in _NO_CACHE_CONTROL:
         if "cache_control" in block:
             raise invalid_request(f"{path}.{kind}.cache_control: Extra inputs are not permitted")
@@ -368,6 +374,15 @@ def _content_block(raw: object, path: str) -> dict[str, Any]:
             if inner_block is not None:
                 _check_cache_control(inner_block, f"{path}.content.{i}")
     return block
+
+
+def _check_text(block: Mapping[str, Any]) -> None:
+    """A message text block must hold something other than whitespace (the API's 400s)."""
+    text = str(block["text"])
+    if not text:
+        raise invalid_request(EMPTY_TEXT)
+    if not text.strip():
+        raise invalid_request(WHITESPACE_TEXT)
 
 
 def _check_cache_control(block: Mapping[str, Any], path: str) -> None:
