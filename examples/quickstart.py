@@ -122,7 +122,7 @@ async def show(event: AgentEvent) -> None:
         first = event.result.text.splitlines()[0] if event.result.text else ""
         print(f"  result     {first[:70]}{' [error]' if event.result.is_error else ''}")
     elif isinstance(event, TurnEndedEvent):
-        print(f"turn ended: {event.turn.status} after {event.turn.model_calls} model calls")
+        print(f"turn ended after {event.turn.model_calls} model calls")
 
 
 async def main() -> None:
@@ -137,7 +137,8 @@ async def main() -> None:
         "What is in the examples folder, and what is (2 + 3) * 4?", on_event=show
     )
     validate_complete_turns(result.turn.messages)
-    print(f"status={result.status} tokens out={result.usage.output_tokens} history valid")
+    print(f"history valid, tokens out={result.usage.output_tokens}")
+    print(result)  # one line: status, reason, error and the next step
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ forbids one); 400/401/403/404 are not retried.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,15 +96,22 @@ class Harness:
 
     def model(self, *, streaming: bool, retry: RetryPolicy = FAST) -> Model:
         url = self.sim.url
-        make: Callable[..., Any] = {
-            "anthropic": lambda **kw: AnthropicModel("claude-sonnet-4-6", **kw),
-            "openai-chat": lambda **kw: OpenAIChatModel("gpt-4.1", **kw),
-            "openai-responses": lambda **kw: OpenAIResponsesModel("gpt-5", **kw),
-            "gemini": lambda **kw: GeminiModel("gemini-2.5-flash", **kw),
-        }[self.provider]
-        model = make(base_url=url, api_key="test", retry=retry, streaming=streaming)
+        options: dict[str, Any] = {"base_url": url, "api_key": "test"}
+        options.update(retry=retry, streaming=streaming)
+        model = construct(self.provider, options)
         self.models.append(model)
         return model
+
+
+def construct(provider: str, options: dict[str, Any]) -> Any:
+    """The provider's model with ``options``."""
+    if provider == "anthropic":
+        return AnthropicModel("claude-sonnet-4-6", **options)
+    if provider == "openai-chat":
+        return OpenAIChatModel("gpt-4.1", **options)
+    if provider == "openai-responses":
+        return OpenAIResponsesModel("gpt-5", **options)
+    return GeminiModel("gemini-2.5-flash", **options)
 
 
 @pytest.fixture

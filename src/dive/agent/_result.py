@@ -76,6 +76,35 @@ class RunResult(Generic[OutputT]):
         """The turn's saved messages (``turn.messages``)."""
         return self.turn.messages
 
+    def __str__(self) -> str:
+        """One line: status, reason, error and the next step.
+
+        E.g. ``incomplete (provider_error): could not connect to …: connection refused; next:
+        continue``, ``suspended: 1 pending tool call; next: resume with tool_results`` or
+        ``completed (end_turn)``.
+        """
+        if self.status == "completed":
+            line = f"completed ({self.stop_reason})" if self.stop_reason else "completed"
+        elif self.status == "suspended":
+            suspension = self.turn.suspension
+            count = len(suspension.pending_tool_calls) if suspension is not None else 0
+            calls = "call" if count == 1 else "calls"
+            line = f"suspended: {count} pending tool {calls}; next: resume with tool_results"
+        else:
+            outcome = self.outcome
+            reason = outcome.reason if outcome is not None else "unknown"
+            error = str(self.error) if self.error is not None else None
+            if error is None and outcome is not None:
+                error = outcome.error
+            line = f"incomplete ({reason})"
+            if error:
+                line += f": {error}"
+            if outcome is not None:
+                line += f"; next: {outcome.next}"
+        if self.save_error is not None:
+            line += f"; not saved: {self.save_error}"
+        return " ".join(line.split())
+
     def raise_for_status(self) -> None:
         """Raise ``TurnError`` if the turn is incomplete or an error/save error is set."""
         problem = self.error or self.save_error
