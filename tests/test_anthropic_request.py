@@ -349,3 +349,43 @@ def test_cache_placement_properties(
         t = b["cache_control"].get("ttl", "5m")
         assert not (seen_5m and t == "1h")
         seen_5m = seen_5m or t == "5m"
+
+
+# --- whitespace-only text (issue 12) -----------------------------------------------------------
+
+
+def test_whitespace_only_text_is_never_sent_anywhere() -> None:
+    call = ToolCall(id="toolu_1", name="f", arguments={})
+    messages = [
+        Message.system("  \n"),
+        Message.user("q"),
+        Message.assistant(" ", call, "\n\n"),
+        Message.tool(ToolResult(tool_call_id="toolu_1", content=(TextBlock(text=" \t"),))),
+        Message.assistant("\n\n"),
+        Message.user("again"),
+    ]
+    out = build_request(
+        req(messages, system=" ", tools=tools("f"), settings=ModelSettings(caching=False)), MODEL
+    )
+    assert "system" not in out
+    assert out["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "q"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1"},
+                {"type": "text", "text": "again"},
+            ],
+        },
+    ]
+
+
+def test_build_request_hands_settings_warnings_to_warn() -> None:
+    seen: list[str] = []
+    s = ModelSettings(caching=False, temperature=0.2, thinking="enabled", reasoning_budget=2000)
+    build_request(req([Message.user("q")], settings=s), MODEL, warn=seen.append)
+    assert seen == ["temperature must be 1 with thinking; dropped"]

@@ -17,6 +17,7 @@ import anthropic
 import pytest
 
 from dive.agent import Agent
+from dive.errors import InvalidRequestError
 from dive.llm import (
     ContentBlockDelta,
     ContentBlockStart,
@@ -28,7 +29,7 @@ from dive.llm import (
     Usage,
     cost_of,
 )
-from dive.messages import Message, TextBlock, ToolDefinition, UnknownBlock
+from dive.messages import Message, TextBlock, ToolDefinition, ToolResult, UnknownBlock
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic import AnthropicModel
 from dive.providers.anthropic._stream import StreamMapper
@@ -453,3 +454,10 @@ async def test_count_tokens_through_the_sdk(sim: AnthropicSimulator) -> None:
     for absent in ("max_tokens", "stream", "temperature", "stop_sequences"):
         assert absent not in recorded_request.body
     assert sim.message_requests == []
+
+
+async def test_count_tokens_reports_a_refusal_as_a_provider_error(sim: AnthropicSimulator) -> None:
+    orphan = ToolResult(tool_call_id="toolu_01Orphan", content=(TextBlock(text="4"),))
+    request = ModelRequest(messages=(Message.user("hi"), Message.tool(orphan)))
+    with pytest.raises(InvalidRequestError, match="unexpected `tool_use_id`"):
+        await make_model(sim).count_tokens(request)

@@ -960,3 +960,25 @@ def responses(draw: st.DrawFn) -> ModelResponse:
 @given(responses())
 def test_round_trip_property(response: ModelResponse) -> None:
     _assert_same(feed(response_to_events(response)).response(), response)
+
+
+# --- raw blocks dive does not model -------------------------------------------------------------
+
+
+def test_fold_raw_delta_appends_strings_extends_lists_and_replaces_the_rest() -> None:
+    from dive.llm import fold_raw_delta
+
+    start = {"type": "compaction", "content": None, "notes": ["a"], "level": 1, "tag": "x"}
+    once = fold_raw_delta(start, {"type": "compaction_delta", "content": "Sum", "notes": ["b"]})
+    twice = fold_raw_delta(once, {"type": "compaction_delta", "content": "mary", "level": 2})
+    assert twice == {
+        "type": "compaction",
+        "content": "Summary",
+        "notes": ["a", "b"],
+        "level": 2,
+        "tag": "x",
+    }
+    # null changes nothing, the delta's type never overwrites the block's, inputs stay as given
+    assert fold_raw_delta(twice, {"type": "x_delta", "tag": None}) == twice
+    assert start["content"] is None
+    assert once["content"] == "Sum"
