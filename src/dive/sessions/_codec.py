@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import is_dataclass
-from typing import Any
+from typing import Any, cast
 
-from dive.errors import MessageValidationError, SessionCorruptedError
+from dive.errors import MessageValidationError, SessionCorruptedError, UnsupportedSchemaError
 from dive.messages.codec import MISSING, decode, dumps, field_defaults, to_jsonable
 from dive.sessions._log import Compaction, Entry
-from dive.turns import Turn
+from dive.turns import SCHEMA_VERSION, Turn
 
 __all__ = ["decode_entry", "encode_entry", "entry_kind"]
 
@@ -111,6 +111,13 @@ def decode_entry(session_id: str, revision: int, kind: str, data: Any) -> Entry:
         if kind == "compaction":
             return decode(Compaction, data)
     except MessageValidationError as exc:
+        newer = _newer_schema(data)
+        if newer is not None:
+            raise UnsupportedSchemaError(
+                f"session {session_id!r}: the record written at revision {revision} has schema "
+                f"version {newer}, newer than this dive supports ({SCHEMA_VERSION}): a newer "
+                "dive wrote it. Upgrade dive-agents to read it; nothing was changed."
+            ) from exc
         raise SessionCorruptedError(
             f"session {session_id!r}: the record written at revision {revision} does not "
             f"decode ({exc}); nothing was changed. Restore it from a backup or delete the session."
@@ -119,3 +126,17 @@ def decode_entry(session_id: str, revision: int, kind: str, data: Any) -> Entry:
         f"session {session_id!r}: the record written at revision {revision} has unknown kind "
         f"{kind!r}; nothing was changed"
     )
+
+
+def _newer_schema(data: Any) -> int | None:
+    """The record's schema version if it is newer than this code's (read on failure only)."""
+    try:
+        record: Any = json.loads(data) if isinstance(data, str | bytes) else data
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    schema = cast(dict[str, Any], record).get("schema")
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
+        return schema
+    return None

@@ -21,7 +21,7 @@ from dive.llm import Usage
 from dive.messages import Message
 from dive.messages.codec import FORBID_EXTRA
 from dive.sessions._protocol import SessionSnapshot
-from dive.turns import Turn, TurnOutcome
+from dive.turns import SCHEMA_VERSION, Turn, TurnOutcome
 
 __all__ = [
     "Compaction",
@@ -161,6 +161,12 @@ def plan_checkpoint_tail(
         raise UserError(f"cannot checkpoint a turn with status {turn.status!r}")
     if turn.status == "suspended" and turn.suspension is None:
         raise UserError("a suspended turn needs its suspension state")
+    if turn.schema > SCHEMA_VERSION:
+        raise UserError(
+            f"turn {turn.id} has record schema {turn.schema}, newer than this dive writes "
+            f"({SCHEMA_VERSION}); nothing was written. Build turns with this dive's Turn (the "
+            "default schema), or upgrade dive-agents."
+        )
     stamped = replace(turn, revision=revision + 1, persistence="saved")
     found = last if last is not None and last.is_open else None
     if found is not None and found.turn_id == turn.id:

@@ -28,14 +28,26 @@ __all__ = [
     "validate_session_id",
 ]
 
-_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_SHOWN = 40
 
 
 def validate_session_id(session_id: str) -> str:
-    """Return ``session_id`` or raise ``UserError`` saying what is allowed."""
-    if not isinstance(session_id, str) or not _ID.match(session_id):  # pyright: ignore[reportUnnecessaryIsInstance]
+    """Return ``session_id`` or raise ``UserError`` saying what is allowed.
+
+    The whole string must match: a trailing newline is refused, never trimmed.
+    """
+    if not isinstance(session_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
-            f"invalid session id {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ : -"
+            f"invalid session id of type {type(session_id).__name__}: use a string of 1-128 "
+            "characters from A-Z a-z 0-9 . _ : -"
+        )
+    if _ID.fullmatch(session_id) is None:
+        shown = repr(session_id)
+        if len(session_id) > _SHOWN:
+            shown = f"{session_id[:_SHOWN]!r}… ({len(session_id)} characters)"
+        raise UserError(
+            f"invalid session id {shown}: use 1-128 characters from A-Z a-z 0-9 . _ : -"
         )
     return session_id
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from dive.errors import (
+    DiveError,
     NoTurnError,
     RevisionConflictError,
     SessionClaimedError,
@@ -29,6 +30,7 @@ from dive.llm import Usage
 from dive.messages import Message, TextBlock, ToolCall, ToolResult, validate_complete_turns
 from dive.sessions import SessionStore
 from dive.turns import (
+    SCHEMA_VERSION,
     UNKNOWN_TEXT,
     PendingToolCall,
     SuspensionState,
@@ -320,9 +322,30 @@ async def check_claims(store: SessionStore) -> None:
 
 @check
 async def check_invalid_ids_are_refused(store: SessionStore) -> None:
-    for bad in ("", "a b", "x" * 129, "semi;colon", "../etc"):
+    for bad in ("", "a b", "x" * 129, "semi;colon", "../etc", "user-42\n", "\nuser-42", "a\tb"):
         await _raises(UserError, store.load(bad))
         await _raises(UserError, store.checkpoint(bad, turn(), expected_revision=0))
+    assert [i.id for i in await store.list()] == []
+
+
+@check
+async def check_a_long_invalid_id_is_not_repeated(store: SessionStore) -> None:
+    long = "y" * 10_000
+    err = await _raises(UserError, store.load(long))
+    assert len(str(err)) < 400, "the message should not repeat a 10k-character id"
+    assert "10000" in str(err), "the message should give the id's length"
+
+
+@check
+async def check_newer_record_schema_is_refused(store: SessionStore) -> None:
+    kept = turn("incomplete")
+    await store.checkpoint("n", kept, expected_revision=0)
+    newer = replace(kept, schema=SCHEMA_VERSION + 998)
+    err = await _raises(DiveError, store.checkpoint("n", newer, expected_revision=1))
+    assert str(SCHEMA_VERSION + 998) in str(err)
+    [stored] = await store.turns("n")
+    assert stored == replace(kept, revision=1, persistence="saved")
+    assert (await store.load("n")).revision == 1
 
 
 @check

@@ -9,9 +9,9 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict
+from pydantic import AfterValidator, ConfigDict
 
 from dive.llm import Usage
 from dive.messages import Message
@@ -34,6 +34,19 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+
+def _supported_schema(value: int) -> int:
+    """Refuse, when decoding, a record written by a newer dive."""
+    if value > SCHEMA_VERSION:
+        raise ValueError(
+            f"record schema {value} is newer than this dive supports ({SCHEMA_VERSION}); "
+            "upgrade dive-agents to read it"
+        )
+    return value
+
+
+_RecordSchema = Annotated[int, AfterValidator(_supported_schema)]
 
 CallState = Literal["not_started", "running", "waiting", "completed", "unknown"]
 TurnStatus = Literal["running", "completed", "suspended", "incomplete"]
@@ -158,7 +171,7 @@ class Turn:
     """The record of one turn."""
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
-    schema: int = SCHEMA_VERSION
+    schema: _RecordSchema = SCHEMA_VERSION
     id: str
     status: TurnStatus
     revision: int = 0
