@@ -849,9 +849,9 @@ RETRYABLE: list[tuple[str, ScriptItem, bool]] = [
     ("500-should-retry-true", SimFault(status=500, should_retry=True), True),
     ("cut-before-any-event", SimCut(after_events=0), True),
     ("cut-after-first-event", SimCut(after_events=1), True),
-    # A non-streaming request gets HTTP 500 for a server_error, which is not retried.
-    ("stream-error-before-any-event", SimStreamError(after_events=0), False),
-    ("stream-error-after-first-event", SimStreamError(after_events=1), False),
+    # A non-streaming request gets HTTP 500 for a server_error, retried like any 5xx.
+    ("stream-error-before-any-event", SimStreamError(after_events=0), True),
+    ("stream-error-after-first-event", SimStreamError(after_events=1), True),
     (
         "stream-rate-limit-after-first-event",
         SimStreamError(after_events=1, code="rate_limit_exceeded", type="requests"),
@@ -943,7 +943,13 @@ NOT_RETRIED: list[Any] = [
         id="429-insufficient-quota-should-retry-true",
     ),
     pytest.param(SimFault(status=401), AuthenticationError, 401, "invalid_api_key", id="401"),
-    pytest.param(SimFault(status=500), ProviderError, 500, "server_error", id="500"),
+    pytest.param(
+        SimFault(status=500, should_retry=False),
+        ProviderError,
+        500,
+        "server_error",
+        id="500-should-retry-false",
+    ),
     pytest.param(
         SimFault(status=503, should_retry=False),
         OverloadedError,
@@ -1246,6 +1252,60 @@ async def test_chat_stream_with_finish_reason_but_no_done_completes() -> None:
 
 async def test_chat_stream_with_done_but_no_finish_reason_is_a_valid_end() -> None:
     body = _ROLE + _HELLO + _USAGE + b"data: [DONE]\n\n"
+    try:
+        result = await Agent(model=_hand_made_chat_model(body)).run("hi")
+    finally:
+        while _OPEN:
+            await _OPEN.pop().aclose()
+    assert result.status == "completed", result.error
+    assert result.output_text == "Hello."
+
+
+def _forbid_private_sse_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("dive read the SDK's private AsyncStream._iter_events")
+
+    monkeypatch.setattr(openai.AsyncStream, "_iter_events", forbidden)
+
+
+async def test_chat_stream_end_markers_through_public_sdk_api_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _forbid_private_sse_reader(monkeypatch)
+    body = _ROLE + _HELLO + _USAGE + b"data: [DONE]\n\n"
+    try:
+        result = await Agent(model=_hand_made_chat_model(body)).run("hi")
+    finally:
+        while _OPEN:
+            await _OPEN.pop().aclose()
+    assert result.status == "completed", result.error
+    assert result.output_text == "Hello."
+    assert result.usage.output_tokens == 2
+
+
+async def test_chat_stream_bare_eof_after_text_is_interrupted_through_public_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _forbid_private_sse_reader(monkeypatch)
+    body = _ROLE + _HELLO  # no finish_reason, no [DONE]: the connection just ended
+    try:
+        result = await Agent(model=_hand_made_chat_model(body)).run("hi")
+    finally:
+        while _OPEN:
+            await _OPEN.pop().aclose()
+    assert result.status == "incomplete"
+    assert result.outcome is not None
+    assert result.outcome.reason == "stream_interrupted"
+    assert isinstance(result.error, StreamInterruptedError)
+    assert texts_of(result.turn.messages) == ["Hello."]
+
+
+async def test_chat_stream_multiline_sse_data_and_comments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _forbid_private_sse_reader(monkeypatch)
+    split = _HELLO.replace(b'"content": "Hello."', b'"content":\ndata: "Hello."')
+    body = b": keep-alive comment\n\n" + _ROLE + split + _chunk({}, "stop") + b"data: [DONE]\n\n"
     try:
         result = await Agent(model=_hand_made_chat_model(body)).run("hi")
     finally:

@@ -9,7 +9,7 @@ by the chunk's ``index``) become content blocks. A stream is complete once a
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
 from dive.errors import StreamInterruptedError
@@ -40,7 +40,7 @@ from dive.providers._history import sendable
 from dive.providers.openai._errors import stream_error
 from dive.providers.openai._usage import as_json, chat_usage, obj
 
-__all__ = ["DONE", "ChatMapper", "chat_request", "chat_response"]
+__all__ = ["DONE", "ChatMapper", "chat_request", "chat_response", "sse_data"]
 
 DONE: dict[str, Any] = {"__dive_done__": True}
 """Marks ``data: [DONE]`` in a chunk stream."""
@@ -194,6 +194,25 @@ def chat_response(raw: Json, requested: str) -> ModelResponse:
         model=raw.get("model"),
         requested_model=requested,
     )
+
+
+async def sse_data(lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """The ``data`` of each server-sent event in ``lines`` (text lines, without line ends).
+
+    Several ``data:`` lines of one event are joined with newlines; comments, ``event:``,
+    ``id:`` and ``retry:`` fields are ignored; an event is complete at its blank line, so an
+    event cut off by the end of the stream is dropped, as the SSE specification says.
+    """
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
 
 
 class ChatMapper:

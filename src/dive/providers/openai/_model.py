@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,7 @@ from dive.errors import MissingCredentialsError, ProviderError, UserError
 from dive.llm import MessageDelta, ModelRequest, ModelResponse, PricingInfo, StreamEvent, cost_of
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
-from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response
+from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response, sse_data
 from dive.providers.openai._errors import translate
 from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
 from dive.providers.openai._usage import as_json
@@ -141,21 +142,18 @@ class OpenAIResponsesModel(_OpenAIBase):
 class _ChatEvents:
     """The chunks of a Chat Completions stream as dicts, plus ``DONE`` for ``data: [DONE]``.
 
-    The SDK's iterator swallows ``[DONE]``, which makes a complete stream indistinguishable from
-    a bare EOF; reading the server-sent events keeps the difference (turns.md §4).
+    The SDK's chunk iterator swallows ``[DONE]``, which makes a complete stream
+    indistinguishable from a bare EOF; so the stream is opened through the SDK's public
+    ``with_streaming_response`` and its server-sent events are read from the response's lines
+    (turns.md §4). ``close`` ends the response.
     """
 
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
+    def __init__(self, response: Any, stack: AsyncExitStack) -> None:
+        self._response = response
+        self._stack = stack
 
     async def __aiter__(self) -> AsyncIterator[Any]:
-        events = getattr(self._stream, "_iter_events", None)
-        if events is None:  # pragma: no cover - an SDK without it: fall back to its chunks
-            async for chunk in self._stream:
-                yield chunk
-            return
-        async for sse in events():
-            data = str(sse.data)
+        async for data in sse_data(self._response.iter_lines()):
             if data.startswith("[DONE]"):
                 yield DONE
                 return
@@ -163,7 +161,7 @@ class _ChatEvents:
                 yield json.loads(data)
 
     async def close(self) -> None:
-        await self._stream.close()
+        await self._stack.aclose()
 
 
 class OpenAIChatModel(_OpenAIBase):
@@ -189,10 +187,12 @@ class OpenAIChatModel(_OpenAIBase):
                 return [priced(e) for e in super().finish()]
 
         async def open_stream() -> Any:
-            stream = await client.chat.completions.create(
+            stack = AsyncExitStack()
+            opening = client.chat.completions.with_streaming_response.create(
                 **kwargs, stream=True, stream_options={"include_usage": True}
             )
-            return _ChatEvents(stream)
+            response = await stack.enter_async_context(opening)  # raises for an error status
+            return _ChatEvents(response, stack)
 
         async for event in stream_with_retry(open_stream, _Mapper, self._translate, self.retry):
             yield event
