@@ -198,6 +198,7 @@ EXPORTS: dict[str, list[str]] = {
         "PricingInfo",
         "ResponseAccumulator",
         "STOP_KINDS",
+        "SettingsChecker",
         "SignatureDelta",
         "StopKind",
         "StreamEvent",

@@ -34,7 +34,7 @@ from dive.agent._stream import AgentStream
 from dive.agent._structured import OutputTool
 from dive.agent._tools import index_tools
 from dive.errors import InvalidRunError, UserError
-from dive.llm import Model, ModelSettings
+from dive.llm import Model, ModelSettings, SettingsChecker
 from dive.messages import BLOCK_CLASSES, Message, ToolDefinition
 from dive.sessions import Session, SessionSnapshot, session_lock
 from dive.tools import FunctionTool, Tool, Toolset
@@ -186,6 +186,8 @@ class Agent(Generic[OutputT]):
 
             model = resolve(model)
         _check_model(model)
+        if model_settings is not None and isinstance(model, SettingsChecker):
+            model.check_settings(model_settings)
         self.model = model
         self.name, self.description, self.version, self.id = name, description, version, id
         self.tracer: Tracer = tracer if tracer is not None else NopTracer()
@@ -352,11 +354,14 @@ class Agent(Generic[OutputT]):
         snap: SessionSnapshot | None,
         keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
+        settings = self.model_settings.merge(o.model_settings)
+        if o.model_settings is not None and isinstance(self.model, SettingsChecker):
+            self.model.check_settings(settings)
         setup = TurnSetup(
             agent=self,
             config=config,
             model=self.model,
-            settings=self.model_settings.merge(o.model_settings),
+            settings=settings,
             session=session,
             durable=session is not None and self.durability.checkpoint_steps,
             cancel=o.cancel,

@@ -26,7 +26,7 @@ from dive.llm._events import (
     TextDelta,
     ThinkingDelta,
 )
-from dive.llm._model import Model, TokenCounter, collect
+from dive.llm._model import Model, SettingsChecker, TokenCounter, collect
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.llm._request import ModelRequest, ModelSettings, ToolChoice
 from dive.llm._response import ModelResponse
@@ -57,6 +57,7 @@ __all__ = [
     "StreamEvent",
     "TextDelta",
     "ThinkingDelta",
+    "SettingsChecker",
     "TokenCounter",
     "ToolChoice",
     "Usage",

@@ -13,10 +13,10 @@ from typing import Protocol, runtime_checkable
 
 from dive.llm._accumulate import ResponseAccumulator
 from dive.llm._events import StreamEvent
-from dive.llm._request import ModelRequest
+from dive.llm._request import ModelRequest, ModelSettings
 from dive.llm._response import ModelResponse
 
-__all__ = ["Model", "TokenCounter", "collect"]
+__all__ = ["Model", "SettingsChecker", "TokenCounter", "collect"]
 
 
 @runtime_checkable
@@ -61,6 +61,20 @@ class TokenCounter(Protocol):
         Raises:
             ProviderError: the provider refused or could not be reached.
         """
+        ...
+
+
+@runtime_checkable
+class SettingsChecker(Protocol):
+    """Optional: a model that can refuse settings before any request is made.
+
+    The agent calls ``check_settings`` at construction (its default settings) and in
+    ``run()`` (the merged settings), so a configuration the provider would reject raises a
+    ``UserError`` before the turn begins instead of ending it incomplete.
+    """
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Raise ``UnsupportedSettingError`` naming the settings that cannot go together."""
         ...
 
 

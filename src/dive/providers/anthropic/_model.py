@@ -29,6 +29,7 @@ from dive.llm import (
     MessageStop,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     PricingInfo,
     StreamEvent,
     cost_of,
@@ -36,7 +37,7 @@ from dive.llm import (
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate
-from dive.providers.anthropic._request import WarnOnce, build_request
+from dive.providers.anthropic._request import WarnOnce, build_request, check_settings
 from dive.providers.anthropic._response import map_response, to_dict
 from dive.providers.anthropic._stream import StreamMapper
 
@@ -157,6 +158,10 @@ class AnthropicModel:
             response.usage, provider="anthropic", model=self._model, override=self.pricing
         )
         return replace(response, usage=response.usage.with_cost(cost))
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse settings the Messages API rejects together (thinking + forced tool choice)."""
+        check_settings(settings)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The input tokens ``request`` would use, from ``/v1/messages/count_tokens``.

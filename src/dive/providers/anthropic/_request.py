@@ -318,6 +318,18 @@ def _effort(s: ModelSettings, caps: Capabilities, warn: Warn) -> str | None:
     return effort
 
 
+def check_settings(s: ModelSettings) -> None:
+    """Refuse settings the Messages API rejects together (before any request is made)."""
+    tc = s.tool_choice
+    thinking_on = s.thinking not in (None, "disabled") or bool(s.reasoning_budget)
+    if thinking_on and tc is not None and tc.forces_tool:
+        raise UnsupportedSettingError(
+            f"ModelSettings(thinking={s.thinking!r}) cannot be combined with "
+            f"tool_choice={tc.type!r}: the Anthropic API refuses a forced tool choice while "
+            "thinking. Use tool_choice auto, or turn thinking off (thinking='disabled')"
+        )
+
+
 def build_request(
     request: ModelRequest, model: str, label: str = "anthropic", *, warn: Warn | None = None
 ) -> Json:
@@ -338,13 +350,7 @@ def build_request(
     warn = warn or _log_warning
     s = request.settings
     caps = capabilities_for(model)
-    tc = s.tool_choice
-    thinking_on = s.thinking not in (None, "disabled") or bool(s.reasoning_budget)
-    if thinking_on and tc is not None and tc.forces_tool:
-        raise UnsupportedSettingError(
-            "thinking cannot be combined with a forced tool choice (any/tool): the API refuses "
-            "it. Use tool_choice auto, or turn thinking off for this request"
-        )
+    check_settings(s)
     max_tokens = s.max_tokens or caps.default_max_tokens
     messages, extra_system = _messages(request.messages, label)
     kwargs: Json = {"model": model, "max_tokens": max_tokens, "messages": messages}
