@@ -271,3 +271,14 @@ async def test_a_tool_error_echoing_a_key_is_redacted_before_the_model_sees_it()
     sent = [r.text for m in model.requests[1].messages if (r := m.tool_result) is not None]
     assert sent == [f"Tool execution error: upstream said: Bearer {REDACTED}"]
     assert result.status == "completed"
+
+
+async def test_output_text_skips_stray_whitespace() -> None:
+    from dive.llm import ModelResponse
+    from dive.messages import TextBlock
+
+    response = ModelResponse(
+        content=(TextBlock(text="\n\n"), TextBlock(text="The answer.")), stop_reason="end_turn"
+    )
+    result = await Agent(model=ScriptedModel([response])).run("hi")
+    assert result.output_text == "The answer."

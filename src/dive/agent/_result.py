@@ -58,14 +58,18 @@ class RunResult(Generic[OutputT]):
 
     @property
     def output_text(self) -> str:
-        """The final answer: the assistant text after the last tool result, by passage."""
+        """The final answer: the assistant text after the last tool result, by passage.
+
+        Whitespace-only passages (models emit stray ``"\\n\\n"`` blocks around thinking and
+        server tools) are skipped, and the answer is stripped at both ends.
+        """
         passages: list[str] = []
         for m in reversed(self.output_messages):
             if m.role == "tool":
                 break
-            if m.role == "assistant" and m.text:
+            if m.role == "assistant" and m.text.strip():
                 passages.append(m.text)
-        return "\n\n".join(reversed(passages))
+        return "\n\n".join(reversed(passages)).strip()
 
     def tool_call_results(self) -> list[ToolCallResultEvent]:
         """Every ``tool_call_result`` event of this invocation, in order."""
