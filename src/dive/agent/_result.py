@@ -60,7 +60,7 @@ class RunResult(Generic[OutputT]):
     def output_text(self) -> str:
         """The final answer: the assistant text after the last tool result, by passage.
 
-        Whitespace-only passages (models emit stray ``"\\n\\n"`` blocks around thinking and
+        Whitespace-only passages (stray blank-line text blocks models emit around thinking and
         server tools) are skipped, and the answer is stripped at both ends.
         """
         passages: list[str] = []
