@@ -878,3 +878,15 @@ async def test_one_session_across_anthropic_responses_and_gemini(sim: GeminiSimu
         for body in o_sent:
             assert ANTHROPIC_THOUGHT not in json.dumps(body)
         assert not sim.errors
+
+
+def test_client_timeouts_are_retryable_timeout_errors() -> None:
+    import httpx2
+
+    from dive.errors import ProviderTimeoutError
+    from dive.providers.google._model import translate
+
+    for exc in (httpx2.ReadTimeout("slow"), TimeoutError("slow")):
+        err = translate(exc)
+        assert isinstance(err, ProviderTimeoutError), err
+        assert err.retryable

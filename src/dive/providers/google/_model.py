@@ -20,6 +20,7 @@ from dive.errors import (
     MissingCredentialsError,
     ProviderConnectionError,
     ProviderError,
+    ProviderTimeoutError,
     StreamInterruptedError,
     UserError,
 )
@@ -65,6 +66,17 @@ __all__ = ["GeminiModel"]
 
 Json = dict[str, Any]
 _TRANSPORT = transport_errors()
+
+
+def _timeout_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from httpx2 import TimeoutException
+    except ImportError:  # pragma: no cover - depends on the SDK version
+        return ()
+    return (TimeoutException,)
+
+
+_TIMEOUTS = _timeout_errors()
 _BASE_URL_ENV = "GEMINI_BASE_URL / GOOGLE_GEMINI_BASE_URL"
 
 
@@ -91,7 +103,11 @@ def translate(exc: BaseException) -> ProviderError | UserError:
     refused = connect_error(exc, LABEL, request_url(exc, LABEL), _BASE_URL_ENV)
     if refused is not None:
         return refused
-    if isinstance(exc, (*_TRANSPORT, TimeoutError)):
+    if isinstance(exc, (TimeoutError, *_TIMEOUTS)):
+        late = ProviderTimeoutError(f"{LABEL}: request timed out: {exc!r}", provider=LABEL)
+        late.retryable = True
+        return late
+    if isinstance(exc, _TRANSPORT):
         conn = ProviderConnectionError(f"{LABEL}: connection failed: {exc!r}", provider=LABEL)
         conn.retryable = True
         return conn
