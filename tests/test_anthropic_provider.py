@@ -617,11 +617,11 @@ RETRYABLE: list[tuple[str, ScriptItem, bool]] = [
         SimStreamError(after_events=1, error_type="rate_limit_error"),
         True,
     ),
-    # A non-streaming request gets HTTP 500 for an api_error, which is not retried.
+    # A non-streaming request gets HTTP 500 for an api_error, retried like the stream error.
     (
         "stream-api-error-after-message-start",
         SimStreamError(after_events=1, error_type="api_error"),
-        False,
+        True,
     ),
     ("cut-before-any-event", SimCut(after_events=0), True),
     ("cut-after-message-start", SimCut(after_events=1), True),
