@@ -10,11 +10,13 @@ rows timed by the database clock.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, LiteralString
 
-from dive.errors import MissingExtraError, SessionClaimedError, StoreError, UserError
+from dive.errors import MissingExtraError, SessionClaimedError, UnsupportedSchemaError, UserError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.sessions._codec import (
@@ -35,6 +37,7 @@ from dive.sessions._log import (
     sum_usage,
     superseded,
 )
+from dive.sessions._pg_faults import PgWhere, redact, translate
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 from dive.turns import Turn
 
@@ -85,26 +88,63 @@ _NOW = "extract(epoch from clock_timestamp())"
 class PostgresSessionStore:
     """Sessions in PostgreSQL. Call ``await store.open()`` (or use ``async with``) first."""
 
-    def __init__(self, dsn: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0
+    ) -> None:
+        """Create the store (no connection yet: call ``open()``).
+
+        Args:
+            dsn: a libpq connection string or ``postgresql://`` URL.
+            min_size: connections the pool keeps open.
+            max_size: most connections the pool opens.
+            timeout: seconds to wait for a connection, at ``open()`` and per operation,
+                before failing with ``StoreUnavailableError``.
+        """
         try:
+            import psycopg
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise MissingExtraError(
                 "PostgresSessionStore needs psycopg: pip install 'dive-agents[postgres]'"
             ) from exc
         self.dsn = dsn
-        self._pool: AsyncConnectionPool = AsyncConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"autocommit": True}
-        )
+        self._shown = redact(dsn)
+        self._error: type[Exception] = psycopg.Error
+        self._pool_class = AsyncConnectionPool
+        self._sizes = (min_size, max_size, timeout)
+        self._pool: AsyncConnectionPool = self._new_pool()
         self._opened = False
 
+    def _new_pool(self) -> AsyncConnectionPool:
+        min_size, max_size, timeout = self._sizes
+        return self._pool_class(
+            self.dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            open=False,
+            kwargs={"autocommit": True},
+        )
+
     async def open(self) -> PostgresSessionStore:
-        """Open the pool and migrate the schema."""
+        """Open the pool and migrate the schema.
+
+        Raises:
+            StoreUnavailableError: the server could not be reached within ``timeout``.
+            UnsupportedSchemaError: the database was written by a newer dive.
+        """
         if not self._opened:
-            await self._pool.open(wait=True)
+            try:
+                await self._pool.open(wait=True, timeout=self._sizes[2])
+                async with self._pool.connection() as conn, conn.transaction():
+                    await _migrate(conn)
+            except BaseException as exc:
+                await self._pool.close()
+                self._pool = self._new_pool()  # a closed pool cannot be opened again
+                if isinstance(exc, self._error):
+                    raise translate(exc, self._where("opening")) from exc
+                raise
             self._opened = True
-            async with self._pool.connection() as conn, conn.transaction():
-                await _migrate(conn)
         return self
 
     async def close(self) -> None:
@@ -122,16 +162,31 @@ class PostgresSessionStore:
     def session(self, id: str) -> Session:
         return Session(self, id)
 
-    def _conn(self) -> Any:
+    def _where(self, doing: str, session: str | None = None) -> PgWhere:
+        return PgWhere(self._shown, doing, session)
+
+    @asynccontextmanager
+    async def _use(
+        self, doing: str, session: str | None = None, *, transaction: bool = False
+    ) -> AsyncGenerator[AsyncConnection[Any]]:
+        """A pooled connection (in a transaction if asked); psycopg errors translated."""
         if not self._opened:
             raise UserError("PostgresSessionStore is not open: await store.open() first")
-        return self._pool.connection()
+        try:
+            async with self._pool.connection() as conn:
+                if transaction:
+                    async with conn.transaction():
+                        yield conn
+                else:
+                    yield conn
+        except self._error as exc:
+            raise translate(exc, self._where(doing, session)) from exc
 
     # --- reads -------------------------------------------------------------------------------
 
     async def load(self, id: str) -> SessionSnapshot:
         validate_session_id(id)
-        async with self._conn() as conn, conn.transaction():
+        async with self._use("loading", id, transaction=True) as conn:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             rev = await _revision(conn, id)
             if rev == 0:
@@ -141,7 +196,8 @@ class PostgresSessionStore:
                 "AND kind = 'compaction'",
                 (id,),
             )
-            start = int((await cur.fetchone())[0])
+            row = await cur.fetchone()
+            start = int(row[0]) if row else 0
             entries = await _entries(conn, id, start)
             snap = snapshot(entries, rev)
             if (
@@ -156,12 +212,12 @@ class PostgresSessionStore:
 
     async def turns(self, id: str) -> list[Turn]:
         validate_session_id(id)
-        async with self._conn() as conn:
+        async with self._use("reading turns of", id) as conn:
             return [e for e in await _entries(conn, id, 0) if isinstance(e, Turn)]
 
     async def total_usage(self, id: str) -> Usage:
         validate_session_id(id)
-        async with self._conn() as conn:
+        async with self._use("summing usage of", id) as conn:
             return sum_usage(await _entries(conn, id, 0))
 
     async def list(
@@ -177,7 +233,7 @@ class PostgresSessionStore:
             args.append(suspended)
         sql += " ORDER BY updated_at DESC, id LIMIT %s OFFSET %s"
         args += [limit, offset]
-        async with self._conn() as conn:
+        async with self._use("listing sessions") as conn:
             cur = await conn.execute(sql, args)
             return [_info(row) for row in await cur.fetchall()]
 
@@ -186,7 +242,7 @@ class PostgresSessionStore:
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
         unstamped = encode_unstamped(turn)
-        async with self._conn() as conn, conn.transaction():
+        async with self._use("saving a turn of", id, transaction=True) as conn:
             rev = await _lock(conn, id)
             last = await _head(conn, id)
             cur = await conn.execute(
@@ -218,7 +274,7 @@ class PostgresSessionStore:
 
     async def delete(self, id: str) -> None:
         validate_session_id(id)
-        async with self._conn() as conn, conn.transaction():
+        async with self._use("deleting", id, transaction=True) as conn:
             for table in ("dive_entries", "dive_claims"):
                 await conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (id,))
             await conn.execute("DELETE FROM dive_sessions WHERE id = %s", (id,))
@@ -226,7 +282,8 @@ class PostgresSessionStore:
     async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
         validate_session_id(id)
         validate_session_id(new_id)
-        async with self._conn() as conn, conn.transaction():
+        doing = f"forking into {new_id!r}"
+        async with self._use(doing, id, transaction=True) as conn:
             rev = await _lock(conn, new_id)
             if rev != 0:
                 raise UserError(f"cannot fork into {new_id!r}: that session already exists")
@@ -240,7 +297,7 @@ class PostgresSessionStore:
         validate_session_id(id)
         if summary.kind != "compaction_summary":
             summary = summary.with_(kind="compaction_summary")
-        async with self._conn() as conn, conn.transaction():
+        async with self._use("compacting", id, transaction=True) as conn:
             rev = await _lock(conn, id)
             last = await _head(conn, id)
             entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
@@ -249,7 +306,8 @@ class PostgresSessionStore:
 
     async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
         validate_session_id(id)
-        async with self._conn() as conn, conn.transaction():
+        doing = "removing the last turn of"
+        async with self._use(doing, id, transaction=True) as conn:
             rev = await _lock(conn, id)
             last = await _head(conn, id)
             plan_remove_last(
@@ -271,7 +329,8 @@ class PostgresSessionStore:
 
     async def _claim(self, id: str, owner: str, ttl: float, *, renew: bool) -> None:
         validate_session_id(id)
-        async with self._conn() as conn, conn.transaction():
+        doing = "renewing the claim on" if renew else "claiming"
+        async with self._use(doing, id, transaction=True) as conn:
             await conn.execute(
                 "INSERT INTO dive_claims (session_id, owner, expires_at) VALUES (%s, '', 0) "
                 "ON CONFLICT (session_id) DO NOTHING",
@@ -300,7 +359,7 @@ class PostgresSessionStore:
 
     async def release_claim(self, id: str, owner: str) -> None:
         validate_session_id(id)
-        async with self._conn() as conn:
+        async with self._use("releasing the claim on", id) as conn:
             await conn.execute(
                 "DELETE FROM dive_claims WHERE session_id = %s AND owner = %s", (id, owner)
             )
@@ -316,7 +375,7 @@ async def _migrate(conn: AsyncConnection[Any]) -> None:
     row = await cur.fetchone()
     current = int(row[0]) if row else 0
     if current > SCHEMA_VERSION:
-        raise StoreError(
+        raise UnsupportedSchemaError(
             f"the database has dive session schema version {current}, newer than this dive "
             f"understands ({SCHEMA_VERSION}); upgrade dive-agents to open it"
         )
