@@ -161,11 +161,12 @@ class SQLiteSessionStore:
             raise
         return conn
 
-    def _ready(self, where: Where) -> sqlite3.Connection:
+    def _ready(self, where: Where, *, check: bool = True) -> sqlite3.Connection:
         """The connection, checked: still the opened file, no transaction left over."""
         conn = self._connect(where)
         assert self._identity is not None
-        self._identity.check(self._abs, where)
+        if check:
+            self._identity.check(self._abs, where)
         if conn.in_transaction:  # a failed operation (disk full…) may leave one open
             _quietly(conn, "ROLLBACK")
         return conn
@@ -181,7 +182,7 @@ class SQLiteSessionStore:
 
     async def _write(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
         def run() -> T:
-            conn = self._ready(where)
+            conn = self._ready(where, check=False)  # checked under the lock instead
             conn.execute("BEGIN IMMEDIATE")
             try:
                 assert self._identity is not None
