@@ -70,7 +70,7 @@ def two_call_agent(store: MemorySessionStore, effects: list[str], **kw: Any) -> 
 async def test_two_sequential_calls_make_seven_checkpoints() -> None:
     store = CountingStore()
     effects: list[str] = []
-    result = await two_call_agent(store, effects).run("go")
+    result = await two_call_agent(store, effects, parallel_tool_execution=False).run("go")
     assert result.status == "completed"
     assert store.statuses == ["running"] * 6 + ["completed"]
     assert len(effects) == 2
@@ -79,7 +79,7 @@ async def test_two_sequential_calls_make_seven_checkpoints() -> None:
 async def test_parallel_launch_is_one_checkpoint() -> None:
     store = CountingStore()
     effects: list[str] = []
-    agent = two_call_agent(store, effects, parallel_tool_execution=True)
+    agent = two_call_agent(store, effects)  # parallel by default
     result = await agent.run("go")
     assert result.status == "completed"
     # first call, response, one launch, two results, final
@@ -90,7 +90,7 @@ async def test_parallel_launch_is_one_checkpoint() -> None:
 async def test_failed_step_checkpoint_stops_before_the_step(fail_at: int) -> None:
     store = CountingStore(fail_at=fail_at)
     effects: list[str] = []
-    result = await two_call_agent(store, effects).run("go")
+    result = await two_call_agent(store, effects, parallel_tool_execution=False).run("go")
     assert result.status == "incomplete"
     assert result.outcome is not None
     assert result.outcome.reason == "error"
