@@ -215,7 +215,11 @@ class ResponseAccumulator:
             self.provider_state = event.provider_state
 
     def _ordered(self) -> list[_Builder]:
-        return [self._blocks[i] for i in sorted(self._blocks)]
+        blocks = self._blocks
+        keys = list(blocks)
+        if keys != sorted(keys):  # providers send blocks in index order; rarely not
+            keys.sort()
+        return [blocks[i] for i in keys]
 
     def response(self) -> ModelResponse:
         """The complete response; raises ``StreamInterruptedError`` if the stream did not end."""

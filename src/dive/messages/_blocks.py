@@ -185,6 +185,7 @@ class ToolCall:
 
 
 ToolResultContent = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")]
+_RESULT_BLOCKS = (TextBlock, ImageBlock, DocumentBlock)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,7 +213,7 @@ class ToolResult:
         else:
             content = tuple(cast("Sequence[object]", given))
         for i, block in enumerate(content):
-            if not isinstance(block, TextBlock | ImageBlock | DocumentBlock):
+            if not isinstance(block, _RESULT_BLOCKS):
                 raise MessageValidationError(
                     f"tool results hold text, image or document blocks, not {type(block).__name__}",
                     path=f"content[{i}]",
