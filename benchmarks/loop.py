@@ -66,9 +66,11 @@ def _script_for(iterations: int, sync_tool: bool) -> list[ScriptItem]:
     items = _script(iterations)
     if not sync_tool:
         return items
-    return [tool_use(call("add_sync", {"a": i, "b": 1}, id=f"c{i}")) for i in range(iterations)] + [
-        text("done")
+    out: list[ScriptItem] = [
+        tool_use(call("add_sync", {"a": i, "b": 1}, id=f"c{i}")) for i in range(iterations)
     ]
+    out.append(text("done"))
+    return out
 
 
 async def _w1(runs: int, *, streaming: bool = True, sync_tool: bool = False) -> float:
