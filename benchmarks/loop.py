@@ -3,8 +3,8 @@
 W1: 200 runs, each 10 tool iterations + final answer: framework overhead per model call, with a
     streaming model (the default), the same model answering in one piece, and a sync tool
     (run in a worker thread).
-W2: 100 / 1,000 / 10,000 concurrent runs, 5 iterations + final, the model awaiting 10 ms per
-    call: wall and peak RSS, each size in a fresh process.
+W2: 100 / 1,000 / 10,000 concurrent runs of one agent, 5 iterations + final, the model
+    awaiting 10 ms per call: wall and peak RSS, each size in a fresh process.
 W3: one run of 300 iterations: mean time per iteration, last 30 vs first 30.
 W4: one response with 10 tool calls each awaiting 50 ms (parallel execution): wall.
 """
@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.fake import LatencyModel
 from dive.agent import Agent, Limits
 from dive.llm import ModelRequest, ModelResponse
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
@@ -109,16 +110,16 @@ async def _w1(runs: int, *, streaming: bool = True, sync_tool: bool = False) -> 
 
 
 async def w2(runs: int) -> tuple[float, float]:
+    """``runs`` concurrent runs of one agent (5 tool iterations + final, 10 ms per model call)."""
     gc.collect()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    agents: list[Agent] = []
-    for _ in range(runs):
-        m = ScriptedModel(_script(5, per_call_delay=0.010))
-        agents.append(_agent(m))
+    agent = Agent(
+        model=LatencyModel(5, 0.010), tools=[add], limits=Limits(max_model_calls_per_turn=1000)
+    )
     t0 = time.perf_counter()
-    results = await asyncio.gather(*(a.run("go") for a in agents))
+    results = await asyncio.gather(*(agent.run("go") for _ in range(runs)))
     wall = time.perf_counter() - t0
-    assert all(r.status == "completed" for r in results)
+    assert all(r.status == "completed" and r.turn.model_calls == 6 for r in results)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return wall, max(peak, before)
 
