@@ -43,6 +43,7 @@ from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, ScriptItem, Step, text
 from dive.tools import Suspend, ToolContext, tool
 from dive.turns import NOT_RUN_TEXT, Turn, recover_running_turn
+from tests._stores import CopyingStore
 
 STOP_REASONS = [
     "tool_use",
@@ -124,18 +125,6 @@ def scenarios(draw: st.DrawFn) -> Case:
         durable=draw(st.booleans()),
         crash_at=draw(st.integers(0, 40)),
     )
-
-
-class CopyingStore(MemorySessionStore):
-    """Keeps every record written: what a crash right after that write would leave."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written: list[Turn] = []
-
-    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
-        self.written.append(turn)
-        return await super().checkpoint(id, turn, expected_revision=expected_revision)
 
 
 def make_agent(

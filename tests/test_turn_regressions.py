@@ -17,7 +17,8 @@ from dive.messages import Message, validate_complete_turns
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import Suspend, tool
-from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT, Turn, find_latest_turn_outcome
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT, find_latest_turn_outcome
+from tests._stores import CopyingStore
 
 # --- limits count per turn, across suspensions ------------------------------------------------
 
@@ -85,18 +86,6 @@ async def test_limits_count_across_a_resume(mode: str) -> None:
 
 
 # --- every call of a checkpointed response has a record ---------------------------------------
-
-
-class CopyingStore(MemorySessionStore):
-    """Keeps a copy of every record written (what a crash at that point would leave)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written: list[Turn] = []
-
-    async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
-        self.written.append(turn)
-        return await super().checkpoint(id, turn, expected_revision=expected_revision)
 
 
 async def test_crash_after_the_response_checkpoint_keeps_every_call_record() -> None:
