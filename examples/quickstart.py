@@ -1,8 +1,10 @@
-"""dive quickstart: an agent with two real tools, streaming its events to the terminal.
+"""dive quickstart: an agent with three real tools and a SQLite session, streaming its events.
 
 Run with ``make demo``. With no provider configured it uses dive's offline scripted model
 and says so; once provider extras are configured (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) the
-same agent runs against the real model.
+same agent runs against the real model. Every turn is saved in
+``.dive-example/quickstart.db`` (session ``quickstart``): run it twice and the second run
+sees the first one's history.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dive.agent import (
 )
 from dive.llm import Model
 from dive.messages import validate_complete_turns
+from dive.sessions import SQLiteSessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.tools import tool
 
@@ -128,17 +131,31 @@ async def show(event: AgentEvent) -> None:
 async def main() -> None:
     model, note = pick_model()
     print(f"dive quickstart — {note}")
+    folder = HERE.parent / ".dive-example"
+    folder.mkdir(exist_ok=True)
+    store = SQLiteSessionStore(folder / "quickstart.db")
+    session = store.session("quickstart")
     agent = Agent(
         model=model,
         instructions="You answer questions about the examples folder and do arithmetic.",
         tools=[list_examples, read_example, calculate],
+        session=session,
     )
-    result = await agent.run(
-        "What is in the examples folder, and what is (2 + 3) * 4?", on_event=show
-    )
-    validate_complete_turns(result.turn.messages)
-    print(f"history valid, tokens out={result.usage.output_tokens}")
-    print(result)  # one line: status, reason, error and the next step
+    try:
+        result = await agent.run(
+            "What is in the examples folder, and what is (2 + 3) * 4?", on_event=show
+        )
+        history = await session.messages()
+        validate_complete_turns(history)
+        turns = await session.turns()
+        print(
+            f"saved: {result.persistence} in {folder.name}/quickstart.db "
+            f"(session quickstart, {len(turns)} turn(s), {len(history)} messages); "
+            f"tokens out={result.usage.output_tokens}"
+        )
+        print(result)  # one line: status, reason, error and the next step
+    finally:
+        await store.close()
 
 
 if __name__ == "__main__":
