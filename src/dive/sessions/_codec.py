@@ -11,7 +11,14 @@ from dive.messages.codec import MISSING, decode, dumps, field_defaults, to_jsona
 from dive.sessions._log import Compaction, Entry
 from dive.turns import SCHEMA_VERSION, Turn
 
-__all__ = ["decode_entry", "encode_entry", "entry_kind"]
+__all__ = [
+    "decode_entry",
+    "encode_entry",
+    "encode_message",
+    "encode_record",
+    "encode_scalars",
+    "entry_kind",
+]
 
 
 def entry_kind(entry: Entry) -> str:
@@ -79,7 +86,22 @@ def encode_turn(turn: Turn) -> str:
     return _encode(turn, _STAMPED[:2])
 
 
-def _encode(turn: Turn, skip: tuple[str, ...]) -> str:
+def encode_scalars(turn: Turn) -> str:
+    """JSON of a turn's small fields: no messages, call records, revision or persistence."""
+    return _encode(turn, _STAMPED, lists=False)
+
+
+def encode_message(message: object) -> str:
+    """JSON of one message (cached by identity)."""
+    return _by_identity(message)
+
+
+def encode_record(record: object) -> str:
+    """JSON of one tool call record (cached by value)."""
+    return _by_value(record)
+
+
+def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
     parts: list[str] = []
     for name, default in field_defaults(Turn):
         if name in skip:
@@ -89,6 +111,8 @@ def _encode(turn: Turn, skip: tuple[str, ...]) -> str:
             continue
         frag = _by_value(v) if is_dataclass(v) else _json(v)
         parts.append(f'"{name}":{frag}')
+    if not lists:
+        return "{" + ",".join(parts) + "}"
     if turn.messages:
         parts.append('"messages":[' + ",".join(_by_identity(m) for m in turn.messages) + "]")
     if turn.tool_calls:

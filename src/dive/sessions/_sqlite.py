@@ -8,31 +8,26 @@ owner and a wall-clock expiry.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import queue
 import random
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from dive.errors import (
     SessionClaimedError,
     StoreFileReplacedError,
     StoreUnavailableError,
-    UnsupportedSchemaError,
     UserError,
 )
 from dive.llm import Usage
 from dive.messages import Message
 from dive.sessions._codec import (
-    decode_entry,
     encode_entry,
     encode_unstamped,
     entry_kind,
@@ -51,45 +46,16 @@ from dive.sessions._log import (
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 from dive.sessions._sqlite_faults import FileIdentity, Where, is_busy, translate
+from dive.sessions._sqlite_schema import SCHEMA_VERSION, migrate
+from dive.sessions._sqlite_worker import Worker
+from dive.sessions._steps import Delta, Written, decode_row, delta
 from dive.turns import Turn
 
 __all__ = ["SCHEMA_VERSION", "SQLiteSessionStore"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
-
-_MIGRATIONS: dict[int, str] = {
-    1: """
-    CREATE TABLE dive_sessions (
-        id TEXT PRIMARY KEY,
-        revision INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        title TEXT,
-        metadata TEXT NOT NULL DEFAULT '{}',
-        turn_count INTEGER NOT NULL DEFAULT 0,
-        suspended INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE TABLE dive_entries (
-        session_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        revision INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        turn_id TEXT,
-        status TEXT,
-        superseded INTEGER NOT NULL DEFAULT 0,
-        data TEXT NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    );
-    CREATE INDEX dive_entries_turn ON dive_entries (session_id, turn_id);
-    CREATE TABLE dive_claims (
-        session_id TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        expires_at REAL NOT NULL
-    );
-    """,
-}
+_SYNCHRONOUS = ("normal", "full")
 
 
 class SQLiteSessionStore:
@@ -99,6 +65,13 @@ class SQLiteSessionStore:
         path: the database file; created (with its folder) on first use.
         busy_timeout: seconds to wait for another connection's lock before failing with
             ``StoreUnavailableError``.
+        synchronous: ``"normal"`` (the default: a committed write survives a crash of the
+            process, and the last writes may be lost on power loss or an OS crash) or
+            ``"full"`` (every commit is synced to disk: survives power loss, each write is
+            slower). SQLite's ``PRAGMA synchronous`` in WAL mode.
+
+    Step checkpoints of a running turn are appended as small step rows (what the step added)
+    and folded into the turn's record when it is written with another status.
 
     Every failure is a ``StoreError`` subclass naming the file and the session. The file's
     identity is checked before every operation: if it was deleted or replaced while open,
@@ -106,13 +79,26 @@ class SQLiteSessionStore:
     read.
     """
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 10.0,
+        synchronous: Literal["normal", "full"] = "normal",
+    ) -> None:
         if str(path) == ":memory:":
             raise UserError("SQLiteSessionStore needs a file path; use MemorySessionStore instead")
+        if synchronous not in _SYNCHRONOUS:
+            raise UserError(
+                f"SQLiteSessionStore(synchronous={synchronous!r}) is not supported: use "
+                '"normal" (the default) or "full" (power-loss safe, slower writes)'
+            )
+        self.synchronous = synchronous
+        self._written: dict[str, Written] = {}
         self.path = Path(path)
         self._abs = Path(os.path.abspath(self.path))
         self._busy = busy_timeout
-        self._worker = _Worker()
+        self._worker = Worker()
         self._conn: sqlite3.Connection | None = None
         self._identity: FileIdentity | None = None
 
@@ -154,8 +140,8 @@ class SQLiteSessionStore:
             row = conn.execute("PRAGMA journal_mode").fetchone()
             if str(row[0]).lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            _migrate(conn, self.path)
+            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            migrate(conn, self.path)
         except BaseException:
             conn.close()
             raise
@@ -261,17 +247,23 @@ class SQLiteSessionStore:
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
-        unstamped = encode_unstamped(turn)
-        return await self._write(
+        step = delta(self._written.pop(id, None), turn)
+        unstamped = None if step is not None else encode_unstamped(turn)
+        revision, written = await self._write(
             self._where("saving a turn of", id),
-            lambda c: _checkpoint(c, id, turn, unstamped, expected_revision),
+            lambda c: _checkpoint(c, id, turn, step, unstamped, expected_revision),
         )
+        if written is not None:
+            self._written[id] = written
+        return revision
 
     async def delete(self, id: str) -> None:
         validate_session_id(id)
 
+        self._written.pop(id, None)
+
         def d(c: sqlite3.Connection) -> None:
-            for table in ("dive_entries", "dive_claims"):
+            for table in ("dive_entries", "dive_steps", "dive_claims"):
                 c.execute(f"DELETE FROM {table} WHERE session_id = ?", (id,))
             c.execute("DELETE FROM dive_sessions WHERE id = ?", (id,))
 
@@ -315,8 +307,10 @@ class SQLiteSessionStore:
             )
             assert last is not None
             c.execute("DELETE FROM dive_entries WHERE session_id = ? AND seq = ?", (id, last[0]))
+            _drop_steps(c, id, last[0])
             return _bump(c, id, rev, turns=-1)
 
+        self._written.pop(id, None)
         return await self._write(self._where("removing the last turn of", id), f)
 
     # --- claims --------------------------------------------------------------------------------
@@ -343,93 +337,7 @@ class SQLiteSessionStore:
         await self._write(self._where("releasing the claim on", id), r)
 
 
-class _Worker:
-    """One thread that owns the connection; results come back via ``call_soon_threadsafe``.
-
-    Lighter than ``run_in_executor`` (no concurrent future per call), which matters because
-    step checkpoints make several writes per model call.
-    """
-
-    def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def _ensure(self) -> None:
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(
-                        target=self._loop, name="dive-sqlite", daemon=True
-                    )
-                    self._thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            fn, loop, fut = item
-            try:
-                value, error = fn(), None
-            except BaseException as exc:
-                value, error = None, exc
-            try:
-                loop.call_soon_threadsafe(_settle, fut, value, error)
-            except RuntimeError:  # the loop closed while we worked
-                pass
-
-    async def submit(self, fn: Callable[[], T]) -> T:
-        self._ensure()
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
-        self._queue.put((fn, loop, fut))
-        return await fut
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout=30)
-            self._thread = None
-
-
-def _settle(fut: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
-    if fut.cancelled():
-        return
-    if error is not None:
-        fut.set_exception(error)
-    else:
-        fut.set_result(value)
-
-
 # --- helpers (run on the worker thread) ----------------------------------------------------------
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("CREATE TABLE IF NOT EXISTS dive_meta (key TEXT PRIMARY KEY, value TEXT)")
-        row = conn.execute("SELECT value FROM dive_meta WHERE key = 'schema_version'").fetchone()
-        current = int(row[0]) if row else 0
-        if current > SCHEMA_VERSION:
-            raise UnsupportedSchemaError(
-                f"{path} has dive session schema version {current}, newer than this dive "
-                f"understands ({SCHEMA_VERSION}); upgrade dive-agents to open it"
-            )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            for statement in _MIGRATIONS[version].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO dive_meta (key, value) VALUES ('schema_version', ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(version),),
-            )
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            _quietly(conn, "ROLLBACK")
-        raise
 
 
 def _quietly(conn: sqlite3.Connection, statement: str) -> None:
@@ -464,12 +372,24 @@ def _head(conn: sqlite3.Connection, id: str) -> tuple[int, Head] | None:
 
 
 def _entries(conn: sqlite3.Connection, id: str, from_seq: int) -> list[Entry]:
+    """The entries from ``from_seq`` on, each with its step rows applied."""
     rows = conn.execute(
-        "SELECT revision, kind, data FROM dive_entries WHERE session_id = ? AND seq >= ? "
+        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = ? AND seq >= ? "
         "ORDER BY seq",
         (id, from_seq),
     ).fetchall()
-    return [decode_entry(id, int(r[0]), str(r[1]), r[2]) for r in rows]
+    steps: dict[int, list[tuple[int, str]]] = {}
+    for seq, rev, data in conn.execute(
+        "SELECT seq, revision, data FROM dive_steps WHERE session_id = ? AND seq >= ? "
+        "ORDER BY seq, step",
+        (id, from_seq),
+    ):
+        steps.setdefault(int(seq), []).append((int(rev), str(data)))
+    return [decode_row(id, int(r[1]), str(r[2]), r[3], steps.get(int(r[0]), ())) for r in rows]
+
+
+def _drop_steps(conn: sqlite3.Connection, id: str, seq: int) -> None:
+    conn.execute("DELETE FROM dive_steps WHERE session_id = ? AND seq = ?", (id, seq))
 
 
 def _load(conn: sqlite3.Connection, id: str) -> SessionSnapshot:
@@ -548,43 +468,58 @@ def _bump(
 
 
 def _checkpoint(
-    conn: sqlite3.Connection, id: str, turn: Turn, unstamped: str, expected: int
-) -> int:
+    conn: sqlite3.Connection,
+    id: str,
+    turn: Turn,
+    step: Delta | None,
+    unstamped: str | None,
+    expected: int,
+) -> tuple[int, Written | None]:
+    """One checkpoint transaction: a step row when ``step`` still applies, else the record."""
     rev = _revision(conn, id)
     last = _head(conn, id)
-    recorded = (
+    head = last[1] if last else None
+    mine = head is not None and head.is_open and head.turn_id == turn.id
+    recorded = mine or (
         conn.execute(
             "SELECT 1 FROM dive_entries WHERE session_id = ? AND turn_id = ? LIMIT 1",
             (id, turn.id),
         ).fetchone()
         is not None
     )
-    plan = plan_checkpoint_tail(
-        last[1] if last else None, recorded, turn, expected_revision=expected, revision=rev
-    )
+    plan = plan_checkpoint_tail(head, recorded, turn, expected_revision=expected, revision=rev)
     new_rev = rev + 1
     suspended = plan.turn.status == "suspended"
     if plan.action == "replace":
         assert last is not None
+        seq = last[0]
+        if step is not None and step.base.revision == rev and step.base.seq == seq:
+            conn.execute(
+                "INSERT INTO dive_steps (session_id, seq, step, revision, data) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (id, seq, step.base.steps + 1, new_rev, step.data),
+            )
+            return _bump(conn, id, rev, suspended=False), step.written(new_rev, turn)
+        data = stamp(unstamped if unstamped is not None else encode_unstamped(turn), new_rev)
         conn.execute(
             "UPDATE dive_entries SET revision = ?, status = ?, data = ? "
             "WHERE session_id = ? AND seq = ?",
-            (new_rev, plan.turn.status, stamp(unstamped, new_rev), id, last[0]),
+            (new_rev, plan.turn.status, data, id, seq),
         )
-        return _bump(conn, id, rev, suspended=suspended)
+        _drop_steps(conn, id, seq)
+        return _bump(conn, id, rev, suspended=suspended), Written.after(seq, turn, new_rev, 0)
     if plan.supersede and last is not None:
-        row = conn.execute(
-            "SELECT revision, kind, data FROM dive_entries WHERE session_id = ? AND seq = ?",
-            (id, last[0]),
-        ).fetchone()
-        old = superseded(decode_entry(id, int(row[0]), str(row[1]), row[2]))
+        old = superseded(_entries(conn, id, last[0])[0])
         conn.execute(
             "UPDATE dive_entries SET data = ?, superseded = 1 WHERE session_id = ? AND seq = ?",
             (encode_entry(old), id, last[0]),
         )
-    data = stamp(unstamped, new_rev)
-    _insert(conn, id, (last[0] + 1) if last else 0, new_rev, plan.turn, data)
-    return _bump(conn, id, rev, turns=1, suspended=suspended)
+        _drop_steps(conn, id, last[0])
+    data = stamp(unstamped if unstamped is not None else encode_unstamped(turn), new_rev)
+    seq = (last[0] + 1) if last else 0
+    _insert(conn, id, seq, new_rev, plan.turn, data)
+    new = _bump(conn, id, rev, turns=1, suspended=suspended)
+    return new, Written.after(seq, turn, new_rev, 0)
 
 
 def _claim(conn: sqlite3.Connection, id: str, owner: str, ttl: float, *, renew: bool) -> None:

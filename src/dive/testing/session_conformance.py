@@ -376,3 +376,89 @@ async def check_closed_history_stays_sendable(store: SessionStore) -> None:
     await store.checkpoint("h", closed, expected_revision=0)
     await store.checkpoint("h", turn(), expected_revision=1)
     validate_complete_turns((await store.load("h")).history)
+
+
+def _steps_of(t: Turn, count: int) -> list[Turn]:
+    """A running turn growing one tool call at a time, as step checkpoints write it."""
+    out: list[Turn] = []
+    messages = list(t.messages[:1])
+    records: list[ToolCallRecord] = []
+    for i in range(count):
+        call = ToolCall(id=f"k{i}", name="act", arguments={"i": i})
+        messages.append(Message.assistant(f"step {i}", call))
+        records.append(ToolCallRecord(id=call.id, name="act", state="not_started"))
+        out.append(replace(t, messages=tuple(messages), tool_calls=tuple(records), iterations=i))
+        records[-1] = replace(records[-1], state="running")
+        out.append(replace(out[-1], tool_calls=tuple(records), executed_tool_calls=i + 1))
+        result = ToolResult(tool_call_id=call.id, name="act", content=(TextBlock(text=f"{i}"),))
+        messages.append(Message.tool(result))
+        records[-1] = replace(records[-1], state="completed")
+        out.append(
+            replace(
+                out[-1],
+                messages=tuple(messages),
+                tool_calls=tuple(records),
+                usage=Usage(input_tokens=10 * (i + 1), requests=i + 1),
+            )
+        )
+    return out
+
+
+async def _write_steps(store: SessionStore, sid: str, steps: list[Turn], rev: int) -> int:
+    for s in steps:
+        rev = await store.checkpoint(sid, s, expected_revision=rev)
+        snap = await store.load(sid)
+        assert snap.open_turn == replace(s, revision=rev, persistence="saved")
+    return rev
+
+
+@check
+async def check_step_checkpoints_load_as_the_last_turn_written(store: SessionStore) -> None:
+    first = turn("completed")
+    rev = await store.checkpoint("st", first, expected_revision=0)
+    t = turn("running")
+    steps = _steps_of(t, 4)
+    # a step may also rewrite the tail (a message replaced) and drop records
+    steps.append(replace(steps[-1], messages=(*steps[-1].messages[:-1], Message.user("x"))))
+    steps.append(replace(steps[-1], tool_calls=steps[-1].tool_calls[:2]))
+    rev = await _write_steps(store, "st", steps, rev)
+    assert await store.turns("st") == [
+        replace(first, revision=1, persistence="saved"),
+        replace(steps[-1], revision=rev, persistence="saved"),
+    ]
+    assert (await store.total_usage("st")).input_tokens == first.usage.input_tokens + 40
+    done = replace(steps[-1], status="completed")
+    rev = await store.checkpoint("st", done, expected_revision=rev)
+    snap = await store.load("st")
+    assert snap.open_turn is None
+    assert snap.history == first.messages + done.messages
+    assert (await store.turns("st"))[-1] == replace(done, revision=rev, persistence="saved")
+
+
+@check
+async def check_stepped_turn_supersede_fork_and_remove(store: SessionStore) -> None:
+    steps = _steps_of(turn("running"), 3)
+    rev = await _write_steps(store, "sf", steps, 0)
+    err = await _raises(
+        RevisionConflictError, store.checkpoint("sf", steps[0], expected_revision=0)
+    )
+    assert "revision" in str(err)
+    assert (await store.load("sf")).open_turn == replace(
+        steps[-1], revision=rev, persistence="saved"
+    )
+    await store.fork("sf", "sf2", include_open_turn=True)
+    [forked] = await store.turns("sf2")
+    assert forked.messages[: len(steps[-1].messages)] == steps[-1].messages
+    nxt = turn("completed")
+    rev = await store.checkpoint("sf", nxt, expected_revision=rev)
+    old, new = await store.turns("sf")
+    assert old.superseded
+    assert old.messages == steps[-1].messages
+    assert new.id == nxt.id
+    await store.remove_last_turn("sf")
+    await store.remove_last_turn("sf")
+    assert await store.turns("sf") == []
+    again = _steps_of(turn("running"), 2)
+    await _write_steps(store, "sf", again, (await store.load("sf")).revision)
+    await store.delete("sf")
+    await _write_steps(store, "sf", again, 0)
