@@ -88,6 +88,11 @@ class Usage:
 
     def add(self, other: Usage) -> Usage:
         """The sum of two usages. A cost is known only when both costs are known."""
+        zero = Usage.ZERO
+        if other is zero:
+            return self
+        if self is zero:
+            return other
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
