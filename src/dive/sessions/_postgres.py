@@ -20,7 +20,6 @@ from dive.errors import MissingExtraError, SessionClaimedError, UnsupportedSchem
 from dive.llm import Usage
 from dive.messages import Message
 from dive.sessions._codec import (
-    decode_entry,
     encode_entry,
     encode_unstamped,
     entry_kind,
@@ -39,6 +38,7 @@ from dive.sessions._log import (
 )
 from dive.sessions._pg_faults import PgWhere, redact, translate
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.sessions._steps import Delta, Written, decode_row, delta
 from dive.turns import Turn
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _LOCK_KEY = 0x64697665  # "dive"
 
 _MIGRATIONS: dict[int, list[LiteralString]] = {
@@ -80,13 +80,29 @@ _MIGRATIONS: dict[int, list[LiteralString]] = {
             expires_at DOUBLE PRECISION NOT NULL
         )""",
     ],
+    2: [
+        # Left over only when the rest of the schema was dropped: its rows belong to no entry.
+        "DROP TABLE IF EXISTS dive_steps",
+        """CREATE TABLE dive_steps (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            revision BIGINT NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq, step)
+        )""",
+    ],
 }
 
 _NOW = "extract(epoch from clock_timestamp())"
 
 
 class PostgresSessionStore:
-    """Sessions in PostgreSQL. Call ``await store.open()`` (or use ``async with``) first."""
+    """Sessions in PostgreSQL. Call ``await store.open()`` (or use ``async with``) first.
+
+    Step checkpoints of a running turn are appended as small step rows (what the step added)
+    and folded into the turn's record when it is written with another status.
+    """
 
     def __init__(
         self, dsn: str, *, min_size: int = 1, max_size: int = 10, timeout: float = 30.0
@@ -114,6 +130,7 @@ class PostgresSessionStore:
         self._sizes = (min_size, max_size, timeout)
         self._pool: AsyncConnectionPool = self._new_pool()
         self._opened = False
+        self._written: dict[str, Written] = {}
 
     def _new_pool(self) -> AsyncConnectionPool:
         min_size, max_size, timeout = self._sizes
@@ -241,41 +258,19 @@ class PostgresSessionStore:
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
-        unstamped = encode_unstamped(turn)
+        step = delta(self._written.pop(id, None), turn)
+        unstamped = None if step is not None else encode_unstamped(turn)
         async with self._use("saving a turn of", id, transaction=True) as conn:
-            rev = await _lock(conn, id)
-            last = await _head(conn, id)
-            cur = await conn.execute(
-                "SELECT 1 FROM dive_entries WHERE session_id = %s AND turn_id = %s LIMIT 1",
-                (id, turn.id),
-            )
-            recorded = await cur.fetchone() is not None
-            plan = plan_checkpoint_tail(
-                last[1] if last else None,
-                recorded,
-                turn,
-                expected_revision=expected_revision,
-                revision=rev,
-            )
-            suspended = plan.turn.status == "suspended"
-            if plan.action == "replace":
-                assert last is not None
-                await conn.execute(
-                    "UPDATE dive_entries SET revision = %s, status = %s, data = %s "
-                    "WHERE session_id = %s AND seq = %s",
-                    (rev + 1, plan.turn.status, stamp(unstamped, rev + 1), id, last[0]),
-                )
-                return await _bump(conn, id, rev, suspended=suspended)
-            if plan.supersede and last is not None:
-                await _supersede(conn, id, last[0])
-            data = stamp(unstamped, rev + 1)
-            await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, plan.turn, data)
-            return await _bump(conn, id, rev, turns=1, suspended=suspended)
+            rev, written = await _checkpoint(conn, id, turn, step, unstamped, expected_revision)
+        if written is not None:
+            self._written[id] = written
+        return rev
 
     async def delete(self, id: str) -> None:
         validate_session_id(id)
+        self._written.pop(id, None)
         async with self._use("deleting", id, transaction=True) as conn:
-            for table in ("dive_entries", "dive_claims"):
+            for table in ("dive_entries", "dive_steps", "dive_claims"):
                 await conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (id,))
             await conn.execute("DELETE FROM dive_sessions WHERE id = %s", (id,))
 
@@ -317,6 +312,8 @@ class PostgresSessionStore:
             await conn.execute(
                 "DELETE FROM dive_entries WHERE session_id = %s AND seq = %s", (id, last[0])
             )
+            await _drop_steps(conn, id, last[0])
+            self._written.pop(id, None)
             return await _bump(conn, id, rev, turns=-1)
 
     # --- claims ------------------------------------------------------------------------------
@@ -421,26 +418,85 @@ async def _head(conn: AsyncConnection[Any], id: str) -> tuple[int, Head] | None:
 
 
 async def _supersede(conn: AsyncConnection[Any], id: str, seq: int) -> None:
-    cur = await conn.execute(
-        "SELECT revision, kind, data FROM dive_entries WHERE session_id = %s AND seq = %s",
-        (id, seq),
-    )
-    row = await cur.fetchone()
-    assert row is not None
-    old = superseded(decode_entry(id, int(row[0]), str(row[1]), row[2]))
+    old = superseded((await _entries(conn, id, seq))[0])
     await conn.execute(
         "UPDATE dive_entries SET data = %s, superseded = TRUE WHERE session_id = %s AND seq = %s",
         (encode_entry(old), id, seq),
     )
+    await _drop_steps(conn, id, seq)
+
+
+async def _drop_steps(conn: AsyncConnection[Any], id: str, seq: int) -> None:
+    await conn.execute("DELETE FROM dive_steps WHERE session_id = %s AND seq = %s", (id, seq))
 
 
 async def _entries(conn: AsyncConnection[Any], id: str, from_seq: int) -> list[Entry]:
+    """The entries from ``from_seq`` on, each with its step rows applied."""
     cur = await conn.execute(
-        "SELECT revision, kind, data FROM dive_entries WHERE session_id = %s AND seq >= %s "
+        "SELECT seq, revision, kind, data FROM dive_entries WHERE session_id = %s AND seq >= %s "
         "ORDER BY seq",
         (id, from_seq),
     )
-    return [decode_entry(id, int(r[0]), str(r[1]), r[2]) for r in await cur.fetchall()]
+    rows = await cur.fetchall()
+    cur = await conn.execute(
+        "SELECT seq, revision, data FROM dive_steps WHERE session_id = %s AND seq >= %s "
+        "ORDER BY seq, step",
+        (id, from_seq),
+    )
+    steps: dict[int, list[tuple[int, str]]] = {}
+    for seq, rev, data in await cur.fetchall():
+        steps.setdefault(int(seq), []).append((int(rev), str(data)))
+    return [decode_row(id, int(r[1]), str(r[2]), r[3], steps.get(int(r[0]), ())) for r in rows]
+
+
+async def _checkpoint(
+    conn: AsyncConnection[Any],
+    id: str,
+    turn: Turn,
+    step: Delta | None,
+    unstamped: str | None,
+    expected: int,
+) -> tuple[int, Written | None]:
+    """One checkpoint transaction: a step row when ``step`` still applies, else the record."""
+    rev = await _lock(conn, id)
+    last = await _head(conn, id)
+    head = last[1] if last else None
+    recorded = head is not None and head.is_open and head.turn_id == turn.id
+    if not recorded:
+        cur = await conn.execute(
+            "SELECT 1 FROM dive_entries WHERE session_id = %s AND turn_id = %s LIMIT 1",
+            (id, turn.id),
+        )
+        recorded = await cur.fetchone() is not None
+    plan = plan_checkpoint_tail(head, recorded, turn, expected_revision=expected, revision=rev)
+    new_rev = rev + 1
+    suspended = plan.turn.status == "suspended"
+    if plan.action == "replace":
+        assert last is not None
+        seq = last[0]
+        if step is not None and step.base.revision == rev and step.base.seq == seq:
+            await conn.execute(
+                "INSERT INTO dive_steps (session_id, seq, step, revision, data) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (id, seq, step.base.steps + 1, new_rev, step.data),
+            )
+            return await _bump(conn, id, rev, suspended=False), step.written(new_rev, turn)
+        data = stamp(unstamped if unstamped is not None else encode_unstamped(turn), new_rev)
+        await conn.execute(
+            "UPDATE dive_entries SET revision = %s, status = %s, data = %s "
+            "WHERE session_id = %s AND seq = %s",
+            (new_rev, plan.turn.status, data, id, seq),
+        )
+        await _drop_steps(conn, id, seq)
+        new = await _bump(conn, id, rev, suspended=suspended)
+        return new, Written.after(seq, turn, new_rev, 0)
+    if plan.supersede and last is not None:
+        await _supersede(conn, id, last[0])
+    data = stamp(unstamped if unstamped is not None else encode_unstamped(turn), new_rev)
+    seq = (last[0] + 1) if last else 0
+    await _insert(conn, id, seq, new_rev, plan.turn, data)
+    new = await _bump(conn, id, rev, turns=1, suspended=suspended)
+    return new, Written.after(seq, turn, new_rev, 0)
 
 
 async def _insert(
