@@ -33,7 +33,7 @@ async def fresh_pg_store() -> "PostgresSessionStore":
 
     dsn = postgres_dsn()
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        for table in ("dive_entries", "dive_sessions", "dive_claims", "dive_meta"):
+        for table in ("dive_steps", "dive_entries", "dive_sessions", "dive_claims", "dive_meta"):
             await conn.execute(f"DROP TABLE IF EXISTS {table}")  # pyright: ignore[reportArgumentType]
     return await PostgresSessionStore(dsn).open()
 
