@@ -21,8 +21,7 @@ from dive.errors import SessionCorruptedError
 from dive.messages import Message
 from dive.sessions._codec import decode_entry, encode_message, encode_record, encode_scalars
 from dive.sessions._log import Entry
-from dive.turns import Turn
-from dive.turns._records import ToolCallRecord
+from dive.turns import ToolCallRecord, Turn
 
 __all__ = ["COMPACT_EVERY", "Delta", "Written", "decode_row", "delta", "materialise"]
 
