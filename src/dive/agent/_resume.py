@@ -19,7 +19,7 @@ from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallResultEvent
 from dive.agent._resume_plan import ResumePlan
 from dive.agent._run import Run
-from dive.agent._toolbatch import Batch, post_hooks, run_approved, run_calls, waiting
+from dive.agent._toolbatch import Batch, post_hooks, run_approved, run_calls
 from dive.agent._tools import resolve_tools
 from dive.turns import Ending, ResumeRejected, Suspended
 
@@ -72,7 +72,7 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
             await run_approved(run, batch, call)
         elif state.calls.phase(call.id) == "not_started":
             await run_calls(run, batch, [call])
-        if waiting(run):
+        if state.calls.waiting:
             return Suspended(new=True)
     state.close_group()
     return None

@@ -33,7 +33,7 @@ from dive.messages import ToolCall, ToolResult
 from dive.tools import SuspendReason, Tool, ToolCallPreview, suggest_tool_names
 from dive.turns import HALTED_TEXT, OpenGroup, PendingToolCall, Transition
 
-__all__ = ["Batch", "post_hooks", "run_approved", "run_batch", "run_calls", "waiting"]
+__all__ = ["Batch", "post_hooks", "run_approved", "run_batch", "run_calls"]
 
 
 @dataclass(slots=True)
@@ -66,11 +66,6 @@ def _group(run: Run) -> OpenGroup:
     group = run.state.group
     assert group is not None, "no tool group is open"
     return group
-
-
-def waiting(run: Run) -> bool:
-    """True when a call of the open group is held or suspended."""
-    return run.state.calls.waiting
 
 
 def _record(
