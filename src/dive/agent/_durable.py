@@ -41,7 +41,7 @@ async def checkpoint_step(run: Run, what: str) -> None:
         raise StepCheckpointError(
             f"step checkpoint before {what} failed ({exc!r}); the step did not run"
         ) from exc
-    state.saved(revision, step=True)
+    state.saved(revision)
 
 
 async def _salvage(run: Run, write: asyncio.Future[int], limit: float) -> None:
@@ -51,4 +51,4 @@ async def _salvage(run: Run, write: asyncio.Future[int], limit: float) -> None:
     """
     done, _ = await asyncio.wait({write}, timeout=limit)
     if done and not write.cancelled() and write.exception() is None:
-        run.state.saved(write.result(), step=True)
+        run.state.saved(write.result())

@@ -21,7 +21,7 @@ from dive.agent._hooks import run_hooks
 from dive.agent._loop import unique_call_ids
 from dive.agent._result import RunResult
 from dive.agent._run import Run
-from dive.errors import HookAbort, SaveRejectedError
+from dive.errors import EventHandlerError, HookAbort, SaveRejectedError
 from dive.messages import Message
 from dive.redaction import redact
 from dive.tracing import AgentRunSpan
@@ -208,8 +208,11 @@ async def _stored(run: Run, result: RunResult[Any], error: BaseException) -> Run
 
 
 async def _terminal(run: Run, result: RunResult[Any]) -> RunResult[Any]:
-    await run.events.emit_quietly(TurnEndedEvent(turn=result.turn), "turn_ended", run.config.log)
-    run.events.drop_last()  # turn_ended is not part of result.items
+    """``turn_ended``: delivered, never recorded in ``result.items``; a handler error is logged."""
+    try:
+        await run.events.deliver(TurnEndedEvent(turn=result.turn))
+    except EventHandlerError:
+        run.config.log.exception("the on_event handler failed on turn_ended")
     return result
 
 

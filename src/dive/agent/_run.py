@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from dive.agent._background import BackgroundTaskHandle
-from dive.agent._hooks import HookContext
+from dive.agent._hooks import HOOK_POLICIES, HookContext
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
 from dive.errors import SoftCanceled
@@ -83,7 +83,7 @@ class Run:
             usage=state.turn_usage,
             model_calls=state.model_calls,
             outcome=outcome,
-            outcome_writable=point == "on_incomplete_turn",
+            outcome_writable="outcome" in HOOK_POLICIES[point].may_change,
         )
         setup = self.setup
         ctx = HookContext(

@@ -95,7 +95,3 @@ class EventSink:
         """The deferred events, once."""
         out, self._deferred = self._deferred, []
         return out
-
-    def drop_last(self) -> None:
-        """Forget the last recorded event (``turn_ended`` is not part of ``items``)."""
-        self._items.pop()

@@ -202,10 +202,6 @@ class CallLedger:
             return tuple(e.build() for e in self._entries.values())
         return tuple(self._entries[i].build() for i in ids if i in self._entries)
 
-    def read_only(self, call_id: str) -> bool:
-        """True if the tool of ``call_id`` is known to be read-only."""
-        return self._entry(call_id).effect == "read_only"
-
     def _entry(self, call_id: str) -> _Entry:
         entry = self._entries.get(call_id)
         if entry is None:

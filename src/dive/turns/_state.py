@@ -95,7 +95,6 @@ class TurnState:
     __slots__ = (
         "_accepted",
         "_budget_start",
-        "_checkpoints",
         "_created_at",
         "_group",
         "_iterations",
@@ -153,7 +152,6 @@ class TurnState:
         self._iterations = max(iterations, model_calls)
         self._budget_start = budget_start
         self._revision = revision
-        self._checkpoints = 0
         self._queued: list[tuple[Reminder, bool]] = []
         self._output: Any = None
         self._output_failures = 0
@@ -458,16 +456,9 @@ class TurnState:
         """The session revision the next write expects."""
         return self._revision
 
-    @property
-    def checkpoints(self) -> int:
-        """Step checkpoints written by this invocation."""
-        return self._checkpoints
-
-    def saved(self, revision: int, *, step: bool = False) -> None:
+    def saved(self, revision: int) -> None:
         """A write landed at ``revision``."""
         self._revision = revision
-        if step:
-            self._checkpoints += 1
 
     @property
     def accepted(self) -> Mapping[str, JSONValue]:
