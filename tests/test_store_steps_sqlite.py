@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dive.agent import Agent, Durability, Limits
-from dive.errors import UserError
+from dive.errors import RevisionConflictError, UserError
 from dive.sessions import SQLiteSessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.testing.session_conformance import turn
@@ -22,23 +24,30 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
-def _count_writes(store: SQLiteSessionStore, sizes: list[int]) -> None:
-    """Record the length of every expanded INSERT/UPDATE statement the store runs."""
-    conn = store._conn  # pyright: ignore[reportPrivateUsage]
-    assert conn is not None
+def _count_writes(monkeypatch: pytest.MonkeyPatch, sizes: list[int]) -> None:
+    """Record the length of every INSERT/UPDATE statement run on connections opened from now."""
+    connect = sqlite3.connect
 
     def trace(sql: str) -> None:
         head = sql.lstrip()[:6].upper()
         if head in ("INSERT", "UPDATE"):
             sizes.append(len(sql.encode()))
 
-    conn.set_trace_callback(trace)
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(trace)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
 
 
-async def test_step_writes_do_not_grow_with_the_turn(tmp_path: Path) -> None:
+async def test_step_writes_do_not_grow_with_the_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    _count_writes(monkeypatch, sizes)  # both the worker's and the inline connection
     store = SQLiteSessionStore(tmp_path / "s.db")
     await store.load("warm")
-    sizes: list[int] = []
     per_checkpoint: list[int] = []
 
     original = store.checkpoint
@@ -50,7 +59,6 @@ async def test_step_writes_do_not_grow_with_the_turn(tmp_path: Path) -> None:
         return out
 
     store.checkpoint = checkpoint  # type: ignore[method-assign]
-    _count_writes(store, sizes)
     n = 300
     model = ScriptedModel(
         [tool_use(call("add", {"a": i, "b": 1}, id=f"c{i}")) for i in range(n)] + [text("done")]
@@ -65,6 +73,7 @@ async def test_step_writes_do_not_grow_with_the_turn(tmp_path: Path) -> None:
     assert r.status == "completed"
     running = per_checkpoint[1:-1]  # the first writes the record; the last folds the steps
     assert len(running) >= 3 * n - 1
+    assert min(running) > 0  # every checkpoint wrote something we saw
     early = max(running[3:60])
     late = max(running[-60:])
     assert late <= early + 64, (early, late)
@@ -143,3 +152,39 @@ def test_synchronous_rejects_other_values(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"synchronous=.off.*normal.*full"):
         SQLiteSessionStore(tmp_path / "s.db", synchronous="off")  # type: ignore[arg-type]
     assert not (tmp_path / "s.db").exists()
+
+
+async def test_a_step_behind_another_writers_lock_waits_for_it(tmp_path: Path) -> None:
+    """The inline path never waits on a lock: the step goes to the worker, which does."""
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    t = turn("running")
+    rev = await store.checkpoint("x", t, expected_revision=0)
+    blocker = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    write = asyncio.ensure_future(
+        store.checkpoint("x", replace(t, iterations=1), expected_revision=rev)
+    )
+    await asyncio.sleep(0.2)
+    assert not write.done()  # waiting on the worker thread for the lock, loop still free
+    blocker.execute("COMMIT")
+    blocker.close()
+    rev = await write
+    snap = await SQLiteSessionStore(tmp_path / "s.db").load("x")
+    assert snap.open_turn == replace(t, iterations=1, revision=rev, persistence="saved")
+    await store.close()
+
+
+async def test_a_step_with_a_stale_revision_is_refused(tmp_path: Path) -> None:
+    a = SQLiteSessionStore(tmp_path / "s.db")
+    b = SQLiteSessionStore(tmp_path / "s.db")
+    t = turn("running")
+    rev = await a.checkpoint("x", t, expected_revision=0)
+    rev = await a.checkpoint("x", replace(t, iterations=1), expected_revision=rev)
+    await b.checkpoint("x", replace(t, iterations=2), expected_revision=rev)
+    with pytest.raises(RevisionConflictError):
+        await a.checkpoint("x", replace(t, iterations=3), expected_revision=rev)
+    snap = await a.load("x")
+    assert snap.open_turn is not None
+    assert snap.open_turn.iterations == 2
+    await a.close()
+    await b.close()

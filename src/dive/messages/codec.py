@@ -109,9 +109,12 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
     """Encode a dive value as compact JSON text."""
-    return json.dumps(to_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(to_jsonable(value))
 
 
 def format_time(value: datetime) -> str:

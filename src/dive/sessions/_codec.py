@@ -32,7 +32,7 @@ _CACHE_LIMIT = 8192
 
 
 def _json(value: Any) -> str:
-    return json.dumps(to_jsonable(value), separators=(",", ":"), ensure_ascii=False)
+    return dumps(value)
 
 
 def _by_identity(obj: object) -> str:
@@ -102,6 +102,7 @@ def encode_record(record: object) -> str:
 
 
 def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
+    plain: dict[str, Any] = {}
     parts: list[str] = []
     for name, default in field_defaults(Turn):
         if name in skip:
@@ -109,8 +110,12 @@ def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
         v = getattr(turn, name)
         if default is not MISSING and (v is default or v == default):
             continue
-        frag = _by_value(v) if is_dataclass(v) else _json(v)
-        parts.append(f'"{name}":{frag}')
+        if is_dataclass(v):
+            parts.append(f'"{name}":{_by_value(v)}')
+        else:
+            plain[name] = to_jsonable(v)
+    if plain:
+        parts.insert(0, dumps(plain)[1:-1])
     if not lists:
         return "{" + ",".join(parts) + "}"
     if turn.messages:

@@ -37,6 +37,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._pg_faults import PgWhere, redact, translate
+from dive.sessions._pg_steps import StepBatcher
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 from dive.sessions._steps import Delta, Written, decode_row, delta
 from dive.turns import Turn
@@ -131,6 +132,7 @@ class PostgresSessionStore:
         self._pool: AsyncConnectionPool = self._new_pool()
         self._opened = False
         self._written: dict[str, Written] = {}
+        self._steps = StepBatcher(lambda session: self._use("saving a step of", session))
 
     def _new_pool(self) -> AsyncConnectionPool:
         min_size, max_size, timeout = self._sizes
@@ -259,6 +261,12 @@ class PostgresSessionStore:
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
         step = delta(self._written.pop(id, None), turn)
+        if step is not None and step.base.revision == expected_revision:
+            appended = await self._steps.append(id, step)
+            if appended is not None:
+                self._written[id] = step.written(appended, turn)
+                return appended
+            step = None  # another writer moved the session on: the full path decides
         unstamped = None if step is not None else encode_unstamped(turn)
         async with self._use("saving a turn of", id, transaction=True) as conn:
             rev, written = await _checkpoint(conn, id, turn, step, unstamped, expected_revision)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from dive.errors import (
     SessionClaimedError,
@@ -46,6 +46,7 @@ from dive.sessions._log import (
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 from dive.sessions._sqlite_faults import FileIdentity, Where, is_busy, translate
+from dive.sessions._sqlite_inline import InlineWriter
 from dive.sessions._sqlite_schema import SCHEMA_VERSION, migrate
 from dive.sessions._sqlite_worker import Worker
 from dive.sessions._steps import Delta, Written, decode_row, delta
@@ -100,6 +101,11 @@ class SQLiteSessionStore:
         self._busy = busy_timeout
         self._worker = Worker()
         self._conn: sqlite3.Connection | None = None
+        self._inline = (
+            InlineWriter(self._abs, self._worker, lambda: self._conn)
+            if synchronous == "normal"
+            else None
+        )
         self._identity: FileIdentity | None = None
 
     # --- plumbing ----------------------------------------------------------------------------
@@ -166,30 +172,48 @@ class SQLiteSessionStore:
     async def _read(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await self._worker.submit(lambda: self._guard(where, lambda: fn(self._ready(where))))
 
+    def _transact(
+        self, conn: sqlite3.Connection, where: Where, fn: Callable[[sqlite3.Connection], T]
+    ) -> T:
+        """One write transaction on ``conn``, the file's identity checked under the lock."""
+        if conn.in_transaction:  # a failed operation (disk full…) may leave one open
+            _quietly(conn, "ROLLBACK")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            assert self._identity is not None
+            self._identity.check(self._abs, where)  # under the lock, before any change
+            out = fn(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                _quietly(conn, "ROLLBACK")
+            raise
+        try:
+            self._identity.check(self._abs, where)
+        except StoreFileReplacedError as exc:
+            raise StoreUnavailableError(
+                f"{where.subject}: the file was deleted or replaced while the write was "
+                "being committed, so the write may be unreadable. Close this store, open "
+                "a new one on the path and reload the session."
+            ) from exc
+        return out
+
     async def _write(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
         def run() -> T:
-            conn = self._ready(where, check=False)  # checked under the lock instead
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                assert self._identity is not None
-                self._identity.check(self._abs, where)  # under the lock, before any change
-                out = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    _quietly(conn, "ROLLBACK")
-                raise
-            try:
-                self._identity.check(self._abs, where)
-            except StoreFileReplacedError as exc:
-                raise StoreUnavailableError(
-                    f"{where.subject}: the file was deleted or replaced while the write was "
-                    "being committed, so the write may be unreadable. Close this store, open "
-                    "a new one on the path and reload the session."
-                ) from exc
-            return out
+            return self._transact(self._ready(where, check=False), where, fn)
 
         return await self._worker.submit(lambda: self._guard(where, run))
+
+    async def _small_write(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A write of a few rows: inline when it cannot wait on a lock, else on the worker."""
+        if self._inline is not None and self._conn is not None:
+            inline = self._inline
+            done, out = self._guard(
+                where, lambda: inline.try_write(lambda c: self._transact(c, where, fn))
+            )
+            if done:
+                return cast(T, out)
+        return await self._write(where, fn)
 
     def _where(self, doing: str, session: str | None = None) -> Where:
         return Where(self.path, doing, session)
@@ -202,6 +226,8 @@ class SQLiteSessionStore:
                 conn, self._conn = self._conn, None
                 conn.close()
 
+        if self._inline is not None:
+            self._inline.close()
         if self._conn is not None:
             await self._worker.submit(shut)
         self._worker.stop()
@@ -248,6 +274,14 @@ class SQLiteSessionStore:
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
         validate_session_id(id)
         step = delta(self._written.pop(id, None), turn)
+        if step is not None and step.base.revision == expected_revision:
+            where = self._where("saving a step of", id)
+            append = step
+            revision = await self._small_write(where, lambda c: _append_step(c, id, append))
+            if revision is not None:
+                self._written[id] = step.written(revision, turn)
+                return revision
+            step = None  # another writer moved the session on: the full path decides
         unstamped = None if step is not None else encode_unstamped(turn)
         revision, written = await self._write(
             self._where("saving a turn of", id),
@@ -520,6 +554,27 @@ def _checkpoint(
     _insert(conn, id, seq, new_rev, plan.turn, data)
     new = _bump(conn, id, rev, turns=1, suspended=suspended)
     return new, Written.after(seq, turn, new_rev, 0)
+
+
+def _append_step(conn: sqlite3.Connection, id: str, step: Delta) -> int | None:
+    """Append ``step`` if the session is still where this store left it; else None.
+
+    The revision advances on every write, so an unchanged revision means the open turn and
+    its row are exactly as last written here.
+    """
+    base = step.base
+    moved = conn.execute(
+        "UPDATE dive_sessions SET revision = ?, updated_at = ?, suspended = 0 "
+        "WHERE id = ? AND revision = ?",
+        (base.revision + 1, time.time(), id, base.revision),
+    )
+    if moved.rowcount != 1:
+        return None
+    conn.execute(
+        "INSERT INTO dive_steps (session_id, seq, step, revision, data) VALUES (?, ?, ?, ?, ?)",
+        (id, base.seq, base.steps + 1, base.revision + 1, step.data),
+    )
+    return base.revision + 1
 
 
 def _claim(conn: sqlite3.Connection, id: str, owner: str, ttl: float, *, renew: bool) -> None:

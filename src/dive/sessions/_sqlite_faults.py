@@ -107,6 +107,12 @@ class FileIdentity:
 
     def check(self, path: Path, where: Where) -> None:
         """Raise ``StoreFileReplacedError`` unless ``path`` is still the opened file."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and st.st_ino == self.inode and st.st_dev == self.device:
+            return
         now = FileIdentity.of(path, where)
         if now == self:
             return

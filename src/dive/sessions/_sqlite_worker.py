@@ -40,6 +40,12 @@ class Worker:
             if item is None:
                 return
             fn, loop, fut = item
+            if loop is None:  # posted: nobody waits for the outcome
+                try:
+                    fn()
+                except Exception:
+                    pass
+                continue
             try:
                 value, error = fn(), None
             except BaseException as exc:
@@ -55,6 +61,11 @@ class Worker:
         fut: asyncio.Future[T] = loop.create_future()
         self._queue.put((fn, loop, fut))
         return await fut
+
+    def post(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the thread later; its result and errors are dropped."""
+        self._ensure()
+        self._queue.put((fn, None, None))
 
     def stop(self) -> None:
         if self._thread is not None:
