@@ -7,7 +7,8 @@ clock, and as a ratio to the no-session run and to W1's overhead. W5c is one 300
 durable turn: mean time per iteration, last 30 vs first 30 (a step write must not grow with
 the turn). W5b measures PostgreSQL checkpoints per second with 50 sessions checkpointing
 concurrently (200 each, the first a full record; best of 3); W5d runs 1,000 durable
-sessions at once on SQLite and PostgreSQL (wall, checkpoints/s). PostgreSQL rows need DIVE_TEST_POSTGRES_DSN, which ``make bench`` sets.
+sessions at once on SQLite and PostgreSQL (wall, checkpoints/s). PostgreSQL rows need
+DIVE_TEST_POSTGRES_DSN, which ``make bench`` sets.
 """
 
 from __future__ import annotations
