@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import is_dataclass
+from datetime import datetime
+from functools import cache, lru_cache
 from typing import Any, cast
 
 from dive.errors import MessageValidationError, SessionCorruptedError, UnsupportedSchemaError
-from dive.messages.codec import MISSING, decode, dumps, field_defaults, to_jsonable
+from dive.messages.codec import (
+    MISSING,
+    decode,
+    dumps,
+    field_defaults,
+    format_time,
+    to_jsonable,
+)
 from dive.sessions._log import Compaction, Entry
 from dive.turns import SCHEMA_VERSION, Turn
 
@@ -101,17 +110,27 @@ def encode_record(record: object) -> str:
     return _by_value(record)
 
 
+@cache
+def _fields(skip: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    return tuple((n, d) for n, d in field_defaults(Turn) if n not in skip)
+
+
+@cache
+def _is_record(tp: type) -> bool:
+    return is_dataclass(tp)
+
+
 def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
     plain: dict[str, Any] = {}
     parts: list[str] = []
-    for name, default in field_defaults(Turn):
-        if name in skip:
-            continue
+    for name, default in _fields(skip):
         v = getattr(turn, name)
         if default is not MISSING and (v is default or v == default):
             continue
-        if is_dataclass(v):
+        if _is_record(type(v)):
             parts.append(f'"{name}":{_by_value(v)}')
+        elif isinstance(v, datetime):
+            plain[name] = _time(v)
         else:
             plain[name] = to_jsonable(v)
     if plain:
@@ -123,6 +142,11 @@ def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
     if turn.tool_calls:
         parts.append('"tool_calls":[' + ",".join(_by_identity(r) for r in turn.tool_calls) + "]")
     return "{" + ",".join(parts) + "}"
+
+
+@lru_cache(maxsize=256)  # a turn's timestamps are re-encoded at every step
+def _time(value: datetime) -> str:
+    return format_time(value)
 
 
 def encode_entry(entry: Entry) -> str:
