@@ -24,7 +24,13 @@ from dive.agent import (
 )
 from dive.agent._agent import REMINDER_RULE
 from dive.agent._loop import FINAL_ANSWER_TEXT
-from dive.errors import OutputValidationError, StreamInterruptedError, TurnError, UserError
+from dive.errors import (
+    OutputUnavailableError,
+    OutputValidationError,
+    StreamInterruptedError,
+    TurnError,
+    UserError,
+)
 from dive.llm import ModelRequest, ModelResponse, Usage
 from dive.messages import Message, TextBlock, ToolCall, ToolResult, validate_complete_turns
 from dive.testing import ScriptedModel, Step, call, text, tool_use
@@ -565,7 +571,9 @@ async def test_structured_output_retries_exhausted() -> None:
     assert result.outcome is not None
     assert result.outcome.reason == "error"
     assert isinstance(result.error, OutputValidationError)
-    assert result.output is None
+    assert not result.has_output
+    with pytest.raises(OutputUnavailableError, match=r"incomplete \(error\)"):
+        _ = result.output
     validate_complete_turns(result.turn.messages)
     model.assert_consumed()
 

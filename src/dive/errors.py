@@ -16,7 +16,8 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   │       └── ConflictingToolResultError
     │   ├── InputOnSuspendedSessionError / ResumeRequiredError / UnreconciledToolCallsError
     │   ├── ReentrantSessionError
-    │   └── HookPolicyError            a hook changed what its hook point does not allow
+    │   ├── HookPolicyError            a hook changed what its hook point does not allow
+    │   └── OutputUnavailableError     result.output read on a suspended or incomplete result
     ├── MessageValidationError         a message or history that is malformed (also a ValueError)
     │   ├── IncompleteToolTurnError    a tool exchange that a provider would reject
     │   └── ProviderStateError         provider replay data of the wrong shape
@@ -72,6 +73,7 @@ __all__ = [
     "NoSuspendedTurnError",
     "NoTurnError",
     "NotFoundError",
+    "OutputUnavailableError",
     "OutputValidationError",
     "OverloadedError",
     "PermissionDeniedError",
@@ -389,6 +391,10 @@ class ToolTimeoutError(ToolError):
 
 
 # --- outcomes ------------------------------------------------------------------------------
+
+
+class OutputUnavailableError(UserError):
+    """``result.output`` was read on a result without one (suspended or incomplete)."""
 
 
 class OutputValidationError(DiveError):

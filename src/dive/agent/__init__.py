@@ -11,6 +11,7 @@ from dive.agent._approval import (
     deny,
 )
 from dive.agent._background import BackgroundResult, BackgroundTaskHandle, await_background_tasks
+from dive.agent._context import RunContext
 from dive.agent._events import (
     AgentEvent,
     MessageEvent,
@@ -32,9 +33,12 @@ from dive.agent._hooks import (
     SessionStartResult,
     StopDecision,
 )
+from dive.agent._instructions import Instructions, InstructionsFn
 from dive.agent._options import Durability, IncompleteTurns, Limits
+from dive.agent._output import ModelRetry, OutputMode, OutputValidator
 from dive.agent._result import RunResult
 from dive.agent._stream import AgentStream
+from dive.agent._text import TextHandler
 from dive.turns import (
     CallState,
     CancelToken,
@@ -81,15 +85,22 @@ __all__ = [
     "HookContext",
     "Hooks",
     "IncompleteTurns",
+    "Instructions",
+    "InstructionsFn",
     "Limits",
     "MessageEvent",
+    "ModelRetry",
     "ModelStreamEvent",
+    "OutputMode",
+    "OutputValidator",
     "PendingToolCall",
     "Reminder",
+    "RunContext",
     "RunResult",
     "SessionStartResult",
     "StopDecision",
     "SuspensionState",
+    "TextHandler",
     "ToolCallEvent",
     "ToolCallRecord",
     "ToolCallResultEvent",

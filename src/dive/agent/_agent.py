@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, cast
 
@@ -26,12 +26,14 @@ from dive.agent._claims import ClaimKeeper, process_owner
 from dive.agent._execute import execute
 from dive.agent._extension import Extension
 from dive.agent._hooks import Hooks
+from dive.agent._instructions import Instructions, InstructionsSpec
 from dive.agent._options import Durability, IncompleteTurns, Limits
+from dive.agent._output import OutputMode, OutputSpec, OutputValidator
 from dive.agent._result import RunResult
 from dive.agent._setup import AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
-from dive.agent._structured import OutputTool
+from dive.agent._text import TextHandler, with_text_handler
 from dive.agent._tools import index_tools
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings, SettingsChecker
@@ -57,6 +59,8 @@ DEFAULT = _Default()
 
 
 OutputT = TypeVar("OutputT", default=str)
+DepsT = TypeVar("DepsT", default=None)
+ValidatorT = TypeVar("ValidatorT", bound=Callable[..., Any])
 
 UserInput = str | Message | Sequence[Message] | Sequence[Any]
 
@@ -107,6 +111,10 @@ def _check_model(model: object) -> None:
     )
 
 
+def _type_name(tp: object) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
+
+
 def _input_messages(value: UserInput) -> list[Message]:
     if isinstance(value, str):
         return [Message.user(value)]
@@ -120,7 +128,7 @@ def _input_messages(value: UserInput) -> list[Message]:
     raise InvalidRunError("input must be a string, a Message, messages or content blocks")
 
 
-class Agent(Generic[OutputT]):
+class Agent(Generic[OutputT, DepsT]):
     """An agent: instructions, a model, tools and the policies that govern the loop.
 
     Options are keyword-only; grouped settings are small frozen objects (:class:`Limits`,
@@ -128,7 +136,10 @@ class Agent(Generic[OutputT]):
 
     Args:
         model: a :class:`~dive.llm.Model`, or ``"provider:model"`` (see ``dive.model``).
-        instructions: the system prompt.
+        instructions: the system prompt: a string, a function of the :class:`RunContext`
+            (sync or async, evaluated before every model call), or a list of both (joined
+            with blank lines). The prompt only changes when the rendered text changes, so
+            the prompt-cache prefix survives calls that render the same text.
         tools: tools or plain functions (made into tools with ``@tool`` defaults).
         toolsets: toolsets resolved before every model call.
         extensions: bundles of tools, hooks and rules, merged at construction.
@@ -141,8 +152,21 @@ class Agent(Generic[OutputT]):
             calls of ``sequential_only`` or halting tools still make their batch sequential,
             and results are always recorded in the model's order.
         max_tool_concurrency: calls in flight at once in a parallel batch (default 10).
-        output_type: a pydantic model the turn must produce through ``submit_result``.
-        output_retries: failed structured-output attempts allowed before the turn ends.
+        output_type: the type of ``result.output``: ``str`` (the default: the final text)
+            or any type pydantic validates (models, dataclasses, TypedDicts, ``int``,
+            ``list[X]``, ``Literal[...]``, unions).
+        output_mode: how a non-``str`` output is asked for: ``"tool"`` (a terminal
+            ``submit_result`` tool, the default), ``"native"`` (the provider's JSON-schema
+            response format) or ``"prompted"`` (the schema in the system prompt, JSON in the
+            answer).
+        output_validators: functions ``fn(output)`` or ``fn(ctx, output)`` (sync or async)
+            run on a schema-valid output; each returns the output (maybe changed) or raises
+            ``ModelRetry(message)`` to send the message to the model.
+        output_retries: failed output attempts (schema, text instead of the tool, or a
+            ``ModelRetry``) allowed before the turn ends incomplete with reason ``error``.
+        deps_type: the type of ``run(deps=...)``, seen as ``ctx.deps`` by tools
+            (``ToolContext[Deps]``), hooks, instructions functions and output validators
+            (``RunContext[Deps]``). Only for type checking and a run-time type check.
         granted_permissions: permissions tools may require (``"*"`` grants all).
         incomplete_turns: how incomplete turns are closed and saved.
         durability: step checkpoints and session claims.
@@ -157,7 +181,7 @@ class Agent(Generic[OutputT]):
         self,
         *,
         model: Model | str,
-        instructions: str = "",
+        instructions: Instructions[DepsT] = "",
         tools: Sequence[Tool | Callable[..., Any]] = (),
         toolsets: Sequence[Toolset] = (),
         extensions: Sequence[Extension | None] = (),
@@ -172,7 +196,10 @@ class Agent(Generic[OutputT]):
         parallel_tool_execution: bool = True,
         max_tool_concurrency: int = 10,
         output_type: type[OutputT] | None = None,
+        output_mode: OutputMode = "tool",
+        output_validators: Sequence[OutputValidator] = (),
         output_retries: int = 1,
+        deps_type: type[DepsT] | None = None,
         granted_permissions: Sequence[str] = (),
         incomplete_turns: IncompleteTurns | None = None,
         durability: Durability | None = None,
@@ -215,18 +242,22 @@ class Agent(Generic[OutputT]):
             rule = ext.rules()
             if rule:
                 rules.append(rule)
-        self.output_type = output_type
+        self.output_type: Any = output_type if output_type is not None else str
+        if output_retries < 0:
+            raise UserError("output_retries must not be negative")
         self.output_retries = output_retries
-        self.output_tool: OutputTool | None = None
-        if output_type is not None and output_type is not str:
-            self.output_tool = OutputTool(output_type)
-            all_tools.append(self.output_tool)
+        self.output = OutputSpec(self.output_type, output_mode, output_validators)
+        all_tools.extend(self.output.tools)
+        rule = self.output.prompt_rule()
+        if rule:
+            rules.append(rule)
+        self.deps_type = deps_type
         self.hooks = merged_hooks
         self.tools: tuple[Tool, ...] = tuple(all_tools)
         self._static = index_tools(self.tools)
         self._rules = rules
         self.prime_reminders = prime_reminders
-        self.instructions = instructions
+        self.instructions = InstructionsSpec(instructions)
         self._agent_cache_key = f"dive-agent-{uuid.uuid4().hex}"
 
     @property
@@ -252,19 +283,31 @@ class Agent(Generic[OutputT]):
             granted_permissions=self.granted_permissions,
             parallel_tool_execution=self.parallel_tool_execution,
             max_tool_concurrency=self.max_tool_concurrency,
-            output_tool=self.output_tool,
+            output=self.output,
             output_retries=self.output_retries,
             static=self._static,
             toolsets=self.toolsets,
         )
 
-    def system_prompt(self) -> str:
-        """Instructions, extension rules and the reminder-priming rule."""
-        parts = [self.instructions] if self.instructions else []
+    def system_prompt(self, rendered_instructions: str | None = None) -> str:
+        """Instructions, extension and output rules, and the reminder-priming rule.
+
+        ``rendered_instructions`` is the text of dynamic instructions for one model call;
+        without it, only the static instructions are included.
+        """
+        text = rendered_instructions
+        if text is None:
+            text = self.instructions.static_text()
+        parts = [text] if text else []
         parts.extend(self._rules)
         if self.prime_reminders:
             parts.append(REMINDER_RULE)
         return "\n\n".join(parts)
+
+    def output_validator(self, fn: ValidatorT) -> ValidatorT:
+        """Decorator: register an output validator (see ``output_validators``)."""
+        self.output.add_validator(fn)
+        return fn
 
     # --- entry points -------------------------------------------------------------------------
 
@@ -282,12 +325,35 @@ class Agent(Generic[OutputT]):
         background_results: Sequence[BackgroundResult] = (),
         reminders: Sequence[Reminder] = (),
         on_event: EventHandler | None = None,
+        on_text: TextHandler | None = None,
         cancel: CancelToken | None = None,
+        deps: DepsT | None = None,
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
     ) -> RunResult[OutputT]:
         """Run one turn. Raises only before the turn boundary; see ``RunResult``.
+
+        Args:
+            input: the user's message: text, a ``Message``, messages or content blocks.
+            history: the pre-turn history of a stateless run (``result.all_messages()``).
+            session: the session (the agent's by default; ``None`` forces stateless).
+            turn_id: the new turn's id (generated when omitted).
+            expected_revision: refuse to start unless the session is at this revision.
+            continue_turn: call the model on the history as it stands.
+            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
+            suspension: the ``SuspensionState`` of a stateless resume.
+            background_results: late results of calls whose turn ended.
+            reminders: ``<system-reminder>`` notes for the model.
+            on_event: called with every event (sync or async).
+            on_text: called with the answer's text as it arrives (each streamed delta, or
+                each message's text when the model does not stream).
+            cancel: a ``CancelToken`` for soft and hard cancellation.
+            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
+                output validators; required when the agent has a ``deps_type``.
+            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
+            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
+            model_settings: settings merged over the agent's for this run.
 
         Resume a suspended turn with ``tool_results={call_id: result or ToolApproval}``
         (statelessly: plus ``history=`` and ``suspension=``).
@@ -298,6 +364,9 @@ class Agent(Generic[OutputT]):
         (the agent's by default, ``None`` forces stateless) the session is the history.
         """
         chosen = self.session if isinstance(session, _Default) else session
+        self._check_deps(deps)
+        if on_text is not None:
+            on_event = with_text_handler(on_event, on_text)
         check_arguments(
             input=input,
             history=history,
@@ -320,6 +389,7 @@ class Agent(Generic[OutputT]):
             on_event=on_event,
             cancel=cancel,
             values=dict(values or {}),
+            deps=deps,
             prompt_cache_key=prompt_cache_key,
             model_settings=model_settings,
             turn_id=turn_id,
@@ -346,6 +416,20 @@ class Agent(Generic[OutputT]):
                 options = replace(options, cancel=token)
                 return await self._start(config, options, chosen, snap, keeper)
 
+    def _check_deps(self, deps: object) -> None:
+        expected = self.deps_type
+        if expected is None or expected is type(None):
+            return
+        if deps is None:
+            raise InvalidRunError(
+                f"this agent has deps_type={_type_name(expected)}: pass run(deps=...)"
+            )
+        if isinstance(expected, type) and not isinstance(deps, expected):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidRunError(
+                f"deps must be a {_type_name(expected)} (the agent's deps_type), not "
+                f"{type(deps).__name__}"
+            )
+
     async def _start(
         self,
         config: AgentConfig,
@@ -366,6 +450,7 @@ class Agent(Generic[OutputT]):
             durable=session is not None and self.durability.checkpoint_steps,
             cancel=o.cancel,
             values=o.values,
+            deps=o.deps,
             prompt_cache_key=o.prompt_cache_key or self._cache_key(session),
             claim=keeper,
             background=o.background_results,
@@ -406,14 +491,104 @@ class Agent(Generic[OutputT]):
             return f"dive-session-{digest}"
         return self._agent_cache_key
 
-    def run_sync(self, input: UserInput | None = None, **kwargs: Any) -> RunResult[OutputT]:
-        """The blocking form of ``run`` (not from inside a running event loop)."""
+    def run_sync(
+        self,
+        input: UserInput | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        session: Session | _Default | None = DEFAULT,
+        turn_id: str | None = None,
+        expected_revision: int | None = None,
+        continue_turn: bool = False,
+        tool_results: Mapping[str, Any] | None = None,
+        suspension: SuspensionState | None = None,
+        background_results: Sequence[BackgroundResult] = (),
+        reminders: Sequence[Reminder] = (),
+        on_event: EventHandler | None = None,
+        on_text: TextHandler | None = None,
+        cancel: CancelToken | None = None,
+        deps: DepsT | None = None,
+        values: Mapping[str, Any] | None = None,
+        prompt_cache_key: str | None = None,
+        model_settings: ModelSettings | None = None,
+    ) -> RunResult[OutputT]:
+        """The blocking form of ``run`` (not from inside a running event loop).
+
+        Takes exactly ``run``'s arguments; ``on_text=print`` shows the answer as it arrives.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.run(input, **kwargs))
-        raise UserError("run_sync() cannot be called from a running event loop; use await run()")
+            pass
+        else:
+            raise UserError(
+                "run_sync() cannot be called from a running event loop; use await run()"
+            )
+        coro = self.run(
+            input,
+            history=history,
+            session=session,
+            turn_id=turn_id,
+            expected_revision=expected_revision,
+            continue_turn=continue_turn,
+            tool_results=tool_results,
+            suspension=suspension,
+            background_results=background_results,
+            reminders=reminders,
+            cancel=cancel,
+            deps=deps,
+            values=values,
+            prompt_cache_key=prompt_cache_key,
+            model_settings=model_settings,
+            on_event=on_event,
+            on_text=on_text,
+        )
+        return asyncio.run(coro)
 
-    def stream(self, input: UserInput | None = None, **kwargs: Any) -> AgentStream[OutputT]:
-        """An async iterator of events ending with ``turn_ended``; ``.result`` afterwards."""
-        return AgentStream(lambda handler: self.run(input, on_event=handler, **kwargs))
+    def stream(
+        self,
+        input: UserInput | None = None,
+        *,
+        history: Sequence[Message] | None = None,
+        session: Session | _Default | None = DEFAULT,
+        turn_id: str | None = None,
+        expected_revision: int | None = None,
+        continue_turn: bool = False,
+        tool_results: Mapping[str, Any] | None = None,
+        suspension: SuspensionState | None = None,
+        background_results: Sequence[BackgroundResult] = (),
+        reminders: Sequence[Reminder] = (),
+        cancel: CancelToken | None = None,
+        deps: DepsT | None = None,
+        values: Mapping[str, Any] | None = None,
+        prompt_cache_key: str | None = None,
+        model_settings: ModelSettings | None = None,
+    ) -> AgentStream[OutputT]:
+        """The run's events as they happen: ``async for event in agent.stream(...)``.
+
+        Also ``async with agent.stream(...) as s:`` with ``s.text_deltas()``, ``s.text()``,
+        ``s.partial_output()`` and ``s.result``; takes ``run``'s arguments except the
+        handlers (the stream is the handler).
+        """
+
+        def start(handler: EventHandler) -> Awaitable[RunResult[Any]]:
+            return self.run(
+                input,
+                history=history,
+                session=session,
+                turn_id=turn_id,
+                expected_revision=expected_revision,
+                continue_turn=continue_turn,
+                tool_results=tool_results,
+                suspension=suspension,
+                background_results=background_results,
+                reminders=reminders,
+                cancel=cancel,
+                deps=deps,
+                values=values,
+                prompt_cache_key=prompt_cache_key,
+                model_settings=model_settings,
+                on_event=handler,
+            )
+
+        return AgentStream(start, self.output)

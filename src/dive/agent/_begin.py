@@ -64,6 +64,7 @@ class RunOptions:
     on_event: EventHandler | None
     cancel: CancelToken | None
     values: dict[str, Any]
+    deps: Any
     prompt_cache_key: str | None
     model_settings: ModelSettings | None
     turn_id: str | None
@@ -319,7 +320,11 @@ def _new_state(plan: Plan, config: AgentConfig, system_prompt: str, revision: in
 async def _session_start(setup: TurnSetup, state: TurnState) -> None:
     """``session_start`` hooks: their messages go ahead of the input (errors raise)."""
     ctx = HookContext(
-        agent=setup.agent, values=setup.values, hook_point="session_start", session=setup.session
+        agent=setup.agent,
+        values=setup.values,
+        deps=setup.deps,
+        hook_point="session_start",
+        session=setup.session,
     )
     ctx.session_start_source = "new"
     ctx.system_prompt = state.system_prompt

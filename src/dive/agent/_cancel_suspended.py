@@ -74,6 +74,7 @@ async def _close(
         durable=False,
         cancel=None,
         values={},
+        deps=None,
         prompt_cache_key=None,
         stored=turn,
     )

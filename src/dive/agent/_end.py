@@ -12,6 +12,7 @@ is emitted even if earlier steps failed, and a handler error on it is only logge
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -221,6 +222,11 @@ def _result(
 ) -> RunResult[Any]:
     state = run.state
     last = state.last_response
+    has_output, output = state.has_output, state.output
+    if status != "completed":
+        has_output, output = False, None
+    elif not has_output and run.config.output.text:
+        has_output, output = True, _answer(turn.messages)
     return RunResult(
         status=status,
         turn=turn,
@@ -233,8 +239,20 @@ def _result(
         model=run.setup.model.name,
         created_at=state.created_at,
         finished_at=turn.finished_at,
-        output=state.output,
+        raw_output=output,
+        has_output=has_output,
     )
+
+
+def _answer(messages: Sequence[Message]) -> str:
+    """The assistant text after the last tool result (what ``output_text`` reads)."""
+    passages: list[str] = []
+    for m in reversed(messages):
+        if m.role == "tool":
+            break
+        if m.role == "assistant" and m.text.strip():
+            passages.append(m.text)
+    return "\n\n".join(reversed(passages)).strip()
 
 
 async def _rejected(run: Run, error: BaseException, span: AgentRunSpan | None) -> RunResult[Any]:

@@ -131,6 +131,7 @@ async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> Exec
         tool_name=call.name,
         turn_id=run.state.turn_id,
         values=setup.values,
+        deps=setup.deps,
         session_id=setup.session_id,
         agent_name=run.config.name,
         cancel=setup.cancel,

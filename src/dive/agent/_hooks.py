@@ -39,7 +39,9 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from dive.errors import HookAbort, HookPolicyError, MessageValidationError
 from dive.llm import ModelSettings, Usage
@@ -61,7 +63,7 @@ __all__ = [
     "run_hooks",
 ]
 
-Hook = Callable[["HookContext"], Awaitable[Any] | Any]
+Hook = Callable[["HookContext[Any]"], Awaitable[Any] | Any]
 
 OnError = Literal["raise", "end_turn", "deny", "log"]
 
@@ -159,11 +161,15 @@ class Hooks:
         return any(getattr(self, f.name) for f in fields(self))
 
 
-class HookContext:
+DepsT = TypeVar("DepsT", default=None)
+
+
+class HookContext(Generic[DepsT]):
     """What a hook sees, and the fields it may change (see the module table).
 
     Attributes:
         agent: the ``Agent`` running the turn.
+        deps: the run's dependencies (``run(deps=...)``; annotate ``HookContext[Deps]``).
         session: the run's session (None when stateless).
         values: shared values for the invocation (every hook may mutate them).
         hook_point: the point this context is for.
@@ -189,6 +195,7 @@ class HookContext:
         "agent",
         "approved",
         "call",
+        "deps",
         "hook_point",
         "iteration",
         "messages",
@@ -215,9 +222,11 @@ class HookContext:
         hook_point: str,
         session: Session | None = None,
         turn: TurnView | None = None,
+        deps: Any = None,
     ) -> None:
         self._policy: HookPolicy | None = None
         self.agent: Any = agent
+        self.deps: DepsT = deps
         self.values = values
         self.hook_point = hook_point
         self.session = session

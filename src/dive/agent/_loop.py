@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
@@ -48,6 +49,7 @@ __all__ = ["FINAL_ANSWER_TEXT", "run_loop", "unique_call_ids"]
 FINAL_ANSWER_TEXT = "Your tool calls are complete. You must respond with a final answer now."
 _NONE = ModelSettings(tool_choice=ToolChoice(type="none"))
 _COMPLETED = Completed()
+_RETRY: Any = Incomplete(reason="error")  # marker: an output was rejected, ask again
 
 
 def _incomplete(
@@ -118,33 +120,70 @@ def _assistant_message(run: Run, response: ModelResponse) -> Message:
     )
 
 
-def _ask_for_output(run: Run) -> Ending | None:
-    """A final answer arrived without the structured output: remind, or give up."""
-    tool = run.config.output_tool
-    assert tool is not None
+def _retry_output(run: Run, message: str, what: str, *, told: bool = False) -> Ending | None:
+    """An output attempt failed: tell the model, or give up after ``output_retries``.
+
+    ``told``: the model already saw ``message`` (in a tool result), so no reminder is added.
+    """
     failures = run.state.count_output_failure()
     if failures > run.config.output_retries:
         err = OutputValidationError(
-            f"the model answered without calling {tool.name} {failures} time(s)"
+            f"the output was not accepted after {failures} attempt(s): {what}",
+            errors=(message,),
         )
         return Incomplete(reason="error", error=err)
-    run.state.add(
-        reminder_message(
-            Reminder(
-                name="output-required",
-                content=f"Respond by calling the {tool.name} tool with your final answer; a "
-                "plain text answer is not accepted.",
-            )
-        )
-    )
+    if not told:
+        run.state.add(reminder_message(Reminder(name="output-retry", content=message)))
     return None
 
 
+def _final_text(run: Run) -> str:
+    """The answer: the assistant text after the last tool result."""
+    passages: list[str] = []
+    for m in reversed(run.state.record):
+        if m.role == "tool":
+            break
+        if m.role == "assistant" and m.text.strip():
+            passages.append(m.text)
+    return "\n\n".join(reversed(passages)).strip()
+
+
+async def _accept(run: Run, value: Any, what: str) -> Ending | None:
+    """Run the output validators on a schema-valid value; accept it or ask again."""
+    value, retry = await run.config.output.check(run.run_context(), value)
+    if retry is not None:
+        return _retry_output(run, retry, what) or _RETRY
+    run.state.set_output(value)
+    return None
+
+
+async def _text_output(run: Run) -> Ending | None:
+    """A final text answer: the output itself, or JSON of it (native and prompted modes)."""
+    spec = run.config.output
+    if spec.tools and not run.state.has_output:
+        names = " or ".join(t.name for t in spec.tools)
+        return _retry_output(
+            run,
+            f"Respond by calling the {names} tool with your final answer; a plain text "
+            "answer is not accepted.",
+            f"the model answered without calling {names}",
+        )
+    if spec.tools:
+        return None
+    value, problem = spec.parse_text(_final_text(run))
+    if problem is not None:
+        return _retry_output(run, problem, problem)
+    ending = await _accept(run, value, "an output validator asked for a retry")
+    return None if ending is _RETRY else ending
+
+
 async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, bool]:
-    """A final answer arrived: structured-output check, then ``stop`` hooks."""
+    """A final answer arrived: the output check, then ``stop`` hooks."""
     config = run.config
-    if config.output_tool is not None and run.state.output is None:
-        return _ask_for_output(run), stop_active
+    before = run.state.output_failures
+    ending = await _text_output(run)
+    if ending is not None or run.state.output_failures > before:
+        return ending, stop_active
     if not config.hooks.stop:
         return _COMPLETED, stop_active
     decision = await _stop_hooks(run, stop_active)
@@ -170,6 +209,15 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     limits = run.config.limits
     defs = (await resolve_tools(run)).definitions
     settings = run.setup.settings
+    spec = run.config.output
+    if spec.mode == "native" and spec.schema is not None:
+        settings = settings.merge(
+            ModelSettings(response_schema=spec.schema, response_schema_name=spec.schema_name)
+        )
+    instructions = run.setup.agent.instructions
+    if instructions.dynamic:
+        text = await instructions.render(run.run_context())
+        state.render_system_prompt(run.setup.agent.system_prompt(text))
     if last_allowed and limits.force_final_answer and defs:
         settings = settings.merge(_NONE)
     if run.config.hooks.pre_iteration:
@@ -225,8 +273,10 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
     if state.calls.waiting:
         return Suspended(new=True)
     group = state.close_group()
-    if run.config.output_tool is not None and group is not None:
-        ending = _check_output(run, calls, group.results)
+    if run.config.output.tools and group is not None:
+        ending = await _check_output(run, calls, group.results)
+        if ending is _RETRY:
+            return None
         if ending is not None:
             return ending
     if batch.terminal:
@@ -274,26 +324,32 @@ async def run_loop(run: Run) -> Ending:
             return ending
 
 
-def _check_output(
+async def _check_output(
     run: Run, calls: tuple[ToolCall, ...], results: Mapping[str, ToolResult]
 ) -> Ending | None:
-    """Accept a valid ``submit_result`` call; give up after ``output_retries`` failures."""
-    tool = run.config.output_tool
-    assert tool is not None
+    """Accept the first valid submit call (validators included), or count the failures.
+
+    Returns ``_RETRY`` when a submission was rejected and the model is asked again.
+    """
+    spec = run.config.output
+    rejected = False
     for c in calls:
+        tool = spec.tool_named(c.name)
         res = results.get(c.id)
-        if c.name != tool.name or res is None:
+        if tool is None or res is None or run.state.has_output:
             continue
         if not res.is_error:
             value, err = tool.validate(c.arguments)
             if err is None:
-                run.state.set_output(value)
-                return _COMPLETED
-        failures = run.state.count_output_failure()
-        if failures > run.config.output_retries:
-            err = OutputValidationError(
-                f"structured output did not validate after {failures} attempt(s): {res.text}",
-                errors=(res.text,),
-            )
-            return Incomplete(reason="error", error=err)
-    return None
+                ending = await _accept(run, value, "an output validator asked for a retry")
+                if ending is _RETRY:
+                    rejected = True
+                    continue
+                return ending if ending is not None else _COMPLETED
+        ending = _retry_output(
+            run, res.text, f"structured output did not validate: {res.text}", told=True
+        )
+        if ending is not None:
+            return ending
+        rejected = True
+    return _RETRY if rejected and not run.state.has_output else None

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from dive.agent._events import AgentEvent, ToolCallResultEvent
-from dive.errors import TurnError
+from dive.errors import OutputUnavailableError, TurnError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages.codec import JSONValue
@@ -23,6 +23,7 @@ from dive.turns import Persistence, Turn, TurnOutcome, TurnStatus
 __all__ = ["RunResult"]
 
 OutputT = TypeVar("OutputT")
+DefaultT = TypeVar("DefaultT")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +44,10 @@ class RunResult(Generic[OutputT]):
     model: str | None = None
     created_at: datetime | None = None
     finished_at: datetime | None = None
-    output: OutputT | None = None
+    raw_output: Any = None
+    """The accepted output, untyped (None when there is none: see ``has_output``)."""
+    has_output: bool = False
+    """True when the turn produced its output (a completed turn always has one)."""
     background_tasks: tuple[Any, ...] = field(default=())
 
     @property
@@ -55,6 +59,29 @@ class RunResult(Generic[OutputT]):
     def persistence(self) -> Persistence:
         """Whether the turn was saved: ``none``, ``saved``, ``failed`` or ``unknown``."""
         return self.turn.persistence
+
+    @property
+    def output(self) -> OutputT:
+        """The turn's output, typed by the agent's ``output_type`` (the final text for ``str``).
+
+        Raises ``OutputUnavailableError`` when the turn has none (it is suspended or
+        incomplete); check ``status`` first, or use ``output_or(default)``.
+        """
+        if self.has_output:
+            return cast(OutputT, self.raw_output)
+        raise OutputUnavailableError(f"result.output is not available: the turn {self._why()}")
+
+    def output_or(self, default: DefaultT) -> OutputT | DefaultT:
+        """The output, or ``default`` when the turn has none."""
+        return cast(OutputT, self.raw_output) if self.has_output else default
+
+    def _why(self) -> str:
+        if self.status == "suspended":
+            return "is suspended waiting for tool results; resume it with tool_results="
+        outcome = self.outcome
+        if self.status == "incomplete" and outcome is not None:
+            return f"ended incomplete ({outcome.reason}); next step: {outcome.next}"
+        return f"ended {self.status} without an output"
 
     @property
     def output_text(self) -> str:

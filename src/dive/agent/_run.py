@@ -8,9 +8,10 @@ the resolved tools and the handles of calls handed to the background.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from dive.agent._background import BackgroundTaskHandle
+from dive.agent._context import RunContext
 from dive.agent._hooks import HOOK_POLICIES, HookContext
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
@@ -52,6 +53,21 @@ class Run:
         """Keep the handle of a call that outlives its batch."""
         self._background.append(handle)
 
+    def run_context(self) -> RunContext[Any]:
+        """The context instructions functions and output validators see."""
+        state = self.state
+        setup = self.setup
+        return RunContext(
+            deps=setup.deps,
+            values=setup.values,
+            turn_id=state.turn_id,
+            session_id=setup.session_id,
+            agent_name=self.config.name,
+            iteration=state.iterations,
+            messages=tuple(state.working),
+            output_retries_used=state.output_failures,
+        )
+
     def check_soft_cancel(self) -> None:
         """Stop at this step boundary if a stop was requested."""
         c = self.setup.cancel
@@ -89,6 +105,7 @@ class Run:
         ctx = HookContext(
             agent=setup.agent,
             values=setup.values,
+            deps=setup.deps,
             hook_point=point,
             session=setup.session,
             turn=view,

@@ -18,8 +18,8 @@ from dive.agent._background import BackgroundResult
 from dive.agent._claims import ClaimKeeper
 from dive.agent._hooks import Hooks
 from dive.agent._options import Durability, IncompleteTurns, Limits
+from dive.agent._output import OutputSpec
 from dive.agent._resume_plan import ResumePlan
-from dive.agent._structured import OutputTool
 from dive.llm import Model, ModelSettings
 from dive.messages import ToolDefinition
 from dive.sessions import Session
@@ -67,7 +67,7 @@ class AgentConfig:
     granted_permissions: frozenset[str]
     parallel_tool_execution: bool
     max_tool_concurrency: int
-    output_tool: OutputTool | None
+    output: OutputSpec
     output_retries: int
     static: ToolIndex
     toolsets: tuple[Toolset, ...]
@@ -86,6 +86,7 @@ class TurnSetup:
         durable: step checkpoints are on (and there is a session).
         cancel: the cancel token (linked to a claim keeper's when claiming).
         values: shared values for tools and hooks.
+        deps: the run's dependencies (``ctx.deps``).
         prompt_cache_key: the provider prompt-cache key.
         claim: the claim keeper, when claiming.
         resume: the validated resume, when resuming.
@@ -101,6 +102,7 @@ class TurnSetup:
     durable: bool
     cancel: CancelToken | None
     values: dict[str, Any]
+    deps: Any
     prompt_cache_key: str | None
     claim: ClaimKeeper | None = None
     resume: ResumePlan | None = None

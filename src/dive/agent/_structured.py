@@ -1,17 +1,18 @@
-"""Structured output: ``output_type=Model`` adds a terminal ``submit_result`` tool.
+"""The terminal submit tool of ``output_mode="tool"``.
 
-Validation errors go back to the model as ``is_error`` results, up to ``output_retries``; a
-plain text answer counts as a failure and is answered with a reminder. Exhausting the retries
-ends the turn incomplete ``error`` with an ``OutputValidationError``.
+Its input schema is the output's; its arguments are validated by the output's adapter before
+it runs, so a schema mismatch goes back to the model as an ``is_error`` result. Running it
+only acknowledges the submission: the loop then runs the output validators and accepts the
+value, or asks again (up to ``output_retries``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import ValidationError
 
-from dive.errors import ToolDefinitionError
 from dive.tools import (
     Tool,
     ToolAnnotations,
@@ -19,37 +20,32 @@ from dive.tools import (
     ToolOutput,
     build_definition,
     format_validation_error,
-    schema_of,
 )
 
 __all__ = ["OutputTool"]
 
 
 class OutputTool(Tool):
-    """The ``submit_result`` tool for an ``output_type``."""
+    """A ``submit_result`` tool: ``validate`` turns arguments into the typed output."""
 
-    def __init__(self, output_type: type[Any], name: str = "submit_result") -> None:
-        if not (isinstance(output_type, type) and issubclass(output_type, BaseModel)):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ToolDefinitionError(
-                f"output_type must be a pydantic BaseModel subclass, not {output_type!r}"
-            )
-        self.output_type = output_type
+    def __init__(self, name: str, schema: Mapping[str, Any], convert: Callable[[Any], Any]) -> None:
+        self._convert = convert
         self.annotations = ToolAnnotations(read_only=True)
         self.definition = build_definition(
             name,
             "Submit the final result. Call this exactly once, when the answer is complete.",
-            schema_of(output_type),
+            schema,
             self.annotations,
             {"terminal": True},
         )
 
     def validate(self, arguments: Any) -> tuple[Any, str | None]:
-        from pydantic import ValidationError
-
         try:
-            return self.output_type.model_validate(arguments), None
+            return self._convert(arguments), None
         except ValidationError as exc:
             return None, format_validation_error(self.name, exc)
+        except Exception:  # the {"result": ...} wrapper is missing
+            return None, (f'Invalid arguments for tool "{self.name}": put the value under "result"')
 
-    async def call(self, input: Any, ctx: ToolContext) -> ToolOutput:
-        return "Result accepted."
+    async def call(self, input: Any, ctx: ToolContext[Any]) -> ToolOutput:
+        return "Result received."

@@ -51,6 +51,7 @@ async def resolve_tools(run: Run) -> ToolIndex:
         tool_name="",
         turn_id=run.state.turn_id,
         values=setup.values,
+        deps=setup.deps,
         session_id=setup.session_id,
         agent_name=config.name,
         cancel=setup.cancel,

@@ -124,7 +124,7 @@ def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
     plain: dict[str, Any] = {}
     parts: list[str] = []
     for name, default in _fields(skip):
-        v = getattr(turn, name)
+        v: object = getattr(turn, name)
         if default is not MISSING and (v is default or v == default):
             continue
         if _is_record(type(v)):

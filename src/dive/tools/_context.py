@@ -8,7 +8,9 @@ call's batch is open; events emitted after it closed are dropped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from dive.messages import EMPTY, JSONValue
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
@@ -20,9 +22,21 @@ __all__ = ["ToolContext"]
 
 Emit = Callable[[Any], Awaitable[None]]
 
+DepsT = TypeVar("DepsT", default=None)
 
-class ToolContext:
-    """Passed to tools that declare a ``ctx`` parameter (excluded from the schema)."""
+
+class ToolContext(Generic[DepsT]):
+    """Passed to tools that declare a ``ctx`` parameter (excluded from the schema).
+
+    Annotate it with the agent's dependency type to get ``ctx.deps`` typed:
+    ``async def lookup(ctx: ToolContext[MyDeps], id: str) -> str``.
+
+    Attributes:
+        deps: what the run was given as ``deps=`` (typed by ``Agent(deps_type=...)``).
+        values: shared untyped values of the invocation (``run(values=...)``).
+        tool_call_id, tool_name, turn_id, session_id, agent_name: where the call runs.
+        attempt: the attempt number (retries of idempotent tools start again at 1).
+    """
 
     __slots__ = (
         "_cancel",
@@ -30,6 +44,7 @@ class ToolContext:
         "agent_name",
         "attempt",
         "closed",
+        "deps",
         "session_id",
         "tool_call_id",
         "tool_name",
@@ -48,7 +63,9 @@ class ToolContext:
         agent_name: str | None = None,
         cancel: CancelToken | None = None,
         emit: Emit | None = None,
+        deps: Any = None,
     ) -> None:
+        self.deps: DepsT = deps
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
         self.turn_id = turn_id

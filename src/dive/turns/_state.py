@@ -97,6 +97,7 @@ class TurnState:
         "_budget_start",
         "_created_at",
         "_group",
+        "_has_output",
         "_iterations",
         "_last_response",
         "_ledger",
@@ -108,6 +109,7 @@ class TurnState:
         "_prior_usage",
         "_queued",
         "_record",
+        "_rendered_prompt",
         "_revision",
         "_stream",
         "_system_prompt",
@@ -138,6 +140,7 @@ class TurnState:
         self._origin = origin
         self._created_at = created_at or datetime.now(UTC)
         self._system_prompt = system_prompt
+        self._rendered_prompt = system_prompt
         self._record: list[Message] = []
         self._working: list[Message] = list(history)
         self._model_only: list[Message] = []
@@ -154,6 +157,7 @@ class TurnState:
         self._revision = revision
         self._queued: list[tuple[Reminder, bool]] = []
         self._output: Any = None
+        self._has_output = False
         self._output_failures = 0
         self._last_response: ModelResponse | None = None
         self._stream: ResponseAccumulator | None = None
@@ -235,6 +239,22 @@ class TurnState:
     def set_system_prompt(self, text: str) -> None:
         """Replace the system prompt (``pre_generation`` / ``pre_iteration`` hooks)."""
         self._system_prompt = text
+
+    def render_system_prompt(self, prompt: str) -> None:
+        """Apply a freshly rendered prompt (dynamic instructions, before a model call).
+
+        Unchanged text changes nothing (the cache prefix holds). When hooks edited the
+        prompt around the previous rendering, only that rendering is replaced; when they
+        rewrote it entirely, their text stays.
+        """
+        last = self._rendered_prompt
+        if prompt == last:
+            return
+        if self._system_prompt == last:
+            self._system_prompt = prompt
+        elif last and last in self._system_prompt:
+            self._system_prompt = self._system_prompt.replace(last, prompt, 1)
+        self._rendered_prompt = prompt
 
     def add(self, message: Message) -> None:
         """Append a message to the record and the working set."""
@@ -417,9 +437,20 @@ class TurnState:
         """The accepted structured output, if any."""
         return self._output
 
+    @property
+    def has_output(self) -> bool:
+        """True once an output was accepted (it may itself be None, 0 or False)."""
+        return self._has_output
+
+    @property
+    def output_failures(self) -> int:
+        """Failed output attempts so far."""
+        return self._output_failures
+
     def set_output(self, value: Any) -> None:
-        """Accept the structured output."""
+        """Accept the output."""
         self._output = value
+        self._has_output = True
 
     def count_output_failure(self) -> int:
         """Count a failed structured-output attempt; returns the count."""

@@ -373,9 +373,14 @@ def build_request(
         kwargs["tool_choice"] = choice
     if thinking is not None:
         kwargs["thinking"] = thinking
+    output_config: dict[str, Any] = {}
     effort = _effort(s, caps, warn)
     if effort is not None:
-        kwargs["output_config"] = {"effort": effort}
+        output_config["effort"] = effort
+    if s.response_schema is not None:  # structured outputs: the answer is JSON of the schema
+        output_config["format"] = {"type": "json_schema", "schema": dict(s.response_schema)}
+    if output_config:
+        kwargs["output_config"] = output_config
     _sampling(kwargs, s, caps, thinking is not None, warn)
     if s.stop_sequences:
         kwargs["stop_sequences"] = list(s.stop_sequences)
