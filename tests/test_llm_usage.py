@@ -350,3 +350,103 @@ def test_total_input_is_additive(a: Usage, b: Usage) -> None:
 @given(usages)
 def test_round_trip_property(u: Usage) -> None:
     assert Usage.from_dict(json.loads(json.dumps(u.to_dict()))) == u
+
+
+# --- str(): one line ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("usage", "line"),
+    [
+        (
+            Usage(
+                input_tokens=200,
+                cache_read_input_tokens=1000,
+                output_tokens=350,
+                reasoning_tokens=120,
+                requests=2,
+                cost=0.0123,
+            ),
+            "input 1,200 (uncached 200, cache write 0, cache read 1,000) · output 350"
+            " (reasoning 120) · 2 requests · $0.0123",
+        ),
+        (
+            Usage(input_tokens=10, cache_creation_input_tokens=5, output_tokens=3, requests=1),
+            "input 15 (uncached 10, cache write 5, cache read 0) · output 3 · 1 request"
+            " · cost unknown",
+        ),
+        (
+            Usage(input_tokens=10, output_tokens=3, requests=1, cost=0.0),
+            "input 10 (uncached 10, cache write 0, cache read 0) · output 3 · 1 request · $0.00",
+        ),
+        (
+            Usage(),
+            "input 0 (uncached 0, cache write 0, cache read 0) · output 0 · 0 requests · $0.00",
+        ),
+        (
+            Usage.ZERO,
+            "input 0 (uncached 0, cache write 0, cache read 0) · output 0 · 0 requests · $0.00",
+        ),
+        (
+            Usage(web_search_requests=2, requests=1),
+            "input 0 (uncached 0, cache write 0, cache read 0) · output 0 · 1 request"
+            " · cost unknown",
+        ),
+        (
+            Usage(input_tokens=2_000_000, output_tokens=40_000, requests=12, cost=12.3456),
+            "input 2,000,000 (uncached 2,000,000, cache write 0, cache read 0) · output 40,000"
+            " · 12 requests · $12.35",
+        ),
+        (
+            Usage(input_tokens=3, output_tokens=1, requests=1, cost=0.00002),
+            "input 3 (uncached 3, cache write 0, cache read 0) · output 1 · 1 request · <$0.0001",
+        ),
+        (
+            Usage(input_tokens=0, output_tokens=0, reasoning_tokens=0, requests=1, cost=0.0),
+            "input 0 (uncached 0, cache write 0, cache read 0) · output 0 (reasoning 0)"
+            " · 1 request · $0.00",
+        ),
+    ],
+)
+def test_str_is_one_line(usage: Usage, line: str) -> None:
+    assert str(usage) == line
+    assert "\n" not in str(usage)
+
+
+def test_str_marks_lower_bounds() -> None:
+    partial = Usage(
+        input_tokens=1200,
+        output_tokens=40,
+        reasoning_tokens=8,
+        requests=2,
+        cost=0.5,
+        known=False,
+    )
+    assert str(partial) == (
+        "input ≥1,200 (uncached ≥1,200, cache write ≥0, cache read ≥0) · output ≥40"
+        " (reasoning ≥8) · ≥2 requests · ≥$0.5000"
+    )
+    # a call whose usage never arrived: nothing counted, so the price is not known to be zero
+    assert str(Usage(known=False)) == (
+        "input ≥0 (uncached ≥0, cache write ≥0, cache read ≥0) · output ≥0 · ≥0 requests"
+        " · cost unknown"
+    )
+    assert str(Usage(input_tokens=5, requests=1) + Usage(known=False)).endswith(
+        "≥1 request · cost unknown"
+    )
+
+
+@given(usages)
+def test_str_never_hides_an_unknown_price(u: Usage) -> None:
+    line = str(u)
+    assert "\n" not in line
+    assert ("cost unknown" in line) == (
+        u.cost is None
+        and (
+            u.total_tokens > 0
+            or not u.known
+            or bool(u.web_search_requests)
+            or bool(u.web_fetch_requests)
+        )
+    )
+    assert ("≥" in line) == (not u.known)

@@ -106,7 +106,7 @@ async def test_refused_connection_fails_fast_with_what_to_do(
     assert result.outcome.error is not None
     assert "connection refused" in result.outcome.error
     line = str(result)
-    assert line == f"incomplete (provider_error): {message}; next: continue"
+    assert line == f"incomplete (provider_error): {message}; next: continue · {result.usage}"
     assert "\n" not in line
 
 
@@ -152,7 +152,10 @@ def test_default_connect_backoff_is_bounded() -> None:
 
 async def test_str_of_a_completed_result() -> None:
     result = await Agent(model=ScriptedModel([text("Hi.")])).run("hi")
-    assert str(result) == "completed (end_turn)"
+    assert str(result) == (
+        "completed (end_turn) · input 0 (uncached 0, cache write 0, cache read 0) · output 1"
+        " · 1 request · cost unknown"
+    )
 
 
 async def test_str_of_an_incomplete_result_is_one_line() -> None:
@@ -161,7 +164,9 @@ async def test_str_of_an_incomplete_result_is_one_line() -> None:
     line = str(result)
     assert line.startswith("incomplete (provider_error): ") or line.startswith("incomplete (")
     assert "first line second line" in line
-    assert line.endswith(f"; next: {result.outcome.next if result.outcome else ''}")
+    assert line.endswith(
+        f"; next: {result.outcome.next if result.outcome else ''} · {result.usage}"
+    )
     assert "\n" not in line
 
 
@@ -174,4 +179,8 @@ async def test_str_of_a_suspended_result() -> None:
     model = ScriptedModel([tool_use(call("ask", {"question": "ok?"}))])
     result = await Agent(model=model, tools=[ask]).run("hi")
     assert result.status == "suspended"
-    assert str(result) == "suspended: 1 pending tool call; next: resume with tool_results"
+    assert str(result) == (
+        "suspended: 1 pending tool call; next: resume with tool_results · input 0 (uncached 0,"
+        " cache write 0, cache read 0) · output 8 · 1 request"
+        " · cost unknown"
+    )

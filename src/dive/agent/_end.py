@@ -232,6 +232,7 @@ def _result(
         turn=turn,
         usage=state.usage,
         output_messages=turn.messages,
+        history=state.history,
         items=run.events.items,
         error=error,
         stop_reason=last.stop_reason if last is not None else None,

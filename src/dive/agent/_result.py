@@ -34,6 +34,8 @@ class RunResult(Generic[OutputT]):
     turn: Turn
     usage: Usage
     output_messages: tuple[Message, ...]
+    history: tuple[Message, ...] = ()
+    """The history before this turn, as the turn began (see ``all_messages()``)."""
     items: tuple[AgentEvent, ...] = ()
     """Every event of this invocation except ``turn_ended`` and raw ``model_event`` deltas
     (those are delivered to ``on_event`` / ``stream()`` consumers only)."""
@@ -107,12 +109,32 @@ class RunResult(Generic[OutputT]):
         """The turn's saved messages (``turn.messages``)."""
         return self.turn.messages
 
-    def __str__(self) -> str:
-        """One line: status, reason, error and the next step.
+    def new_messages(self) -> list[Message]:
+        """The turn's messages: its input, the model's responses and the tool results.
 
-        E.g. ``incomplete (provider_error): could not connect to …: connection refused; next:
-        continue``, ``suspended: 1 pending tool call; next: resume with tool_results`` or
-        ``completed (end_turn)``.
+        A new list on every call (the caller may change it). A resumed or continued turn
+        includes the messages it recorded before it was suspended or stopped.
+        """
+        return list(self.turn.messages)
+
+    def all_messages(self) -> list[Message]:
+        """The whole conversation: the history before the turn, then the turn's messages.
+
+        A new list on every call. Pass it as ``history=`` to the next stateless run, or save
+        it with :func:`dive.messages.messages_to_json`. Messages a hook or extension showed
+        the model only for this turn (reminders, unsaved ``session_start`` messages) are not
+        part of it.
+        """
+        return [*self.history, *self.turn.messages]
+
+    def __str__(self) -> str:
+        """One line: status, reason, error and the next step, then the usage.
+
+        E.g. ``completed (end_turn) · input 1,200 (uncached 200, cache write 0, cache read
+        1,000) · output 350 · 2 requests · $0.0123``, ``incomplete (provider_error): could not
+        connect to …: connection refused; next: continue · input …`` or ``suspended: 1 pending
+        tool call; next: resume with tool_results · input …``; the usage part is
+        ``str(result.usage)``.
         """
         if self.status == "completed":
             line = f"completed ({self.stop_reason})" if self.stop_reason else "completed"
@@ -134,7 +156,7 @@ class RunResult(Generic[OutputT]):
                 line += f"; next: {outcome.next}"
         if self.save_error is not None:
             line += f"; not saved: {self.save_error}"
-        return " ".join(line.split())
+        return f"{' '.join(line.split())} · {self.usage}"
 
     def raise_for_status(self) -> None:
         """Raise ``TurnError`` if the turn is incomplete or an error/save error is set."""

@@ -133,6 +133,40 @@ class Usage:
         """Decode and validate."""
         return decode(Usage, data)
 
+    def __str__(self) -> str:
+        """One line: input by bucket, output (with reasoning when reported), requests, cost.
+
+        E.g. ``input 1,200 (uncached 200, cache write 0, cache read 1,000) · output 350
+        (reasoning 120) · 2 requests · $0.0123``. An unknown price reads ``cost unknown``
+        (never ``$0.00``) once anything was used; with ``known=False`` every count and the
+        cost carry ``≥``, since they are lower bounds.
+        """
+        at_least = "" if self.known else "≥"
+
+        def n(count: int) -> str:
+            return f"{at_least}{count:,}"
+
+        line = (
+            f"input {n(self.total_input_tokens)} (uncached {n(self.input_tokens)}, "
+            f"cache write {n(self.cache_creation_input_tokens)}, "
+            f"cache read {n(self.cache_read_input_tokens)}) · output {n(self.output_tokens)}"
+        )
+        if self.reasoning_tokens is not None:
+            line += f" (reasoning {n(self.reasoning_tokens)})"
+        line += f" · {n(self.requests)} request{'' if self.requests == 1 else 's'}"
+        return f"{line} · {self._cost_text(at_least)}"
+
+    def _cost_text(self, at_least: str) -> str:
+        cost = self.cost
+        if cost is None:
+            used = self.total_tokens or self.web_search_requests or self.web_fetch_requests
+            return "cost unknown" if used or not self.known else "$0.00"
+        if cost == 0:
+            return f"{at_least}$0.00"
+        if cost < 0.0001:
+            return "<$0.0001" if self.known else "≥$0.0000"
+        return f"{at_least}${cost:,.2f}" if cost >= 1 else f"{at_least}${cost:.4f}"
+
 
 Usage.ZERO = Usage(cost=0.0)
 """The identity for sums: nothing used, nothing spent (cost known to be zero)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, TypeVar, overload
 
@@ -20,7 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from dive.errors import ToolDefinitionError
-from dive.messages import ToolDefinition
+from dive.messages import (
+    CacheControl,
+    EffectType,
+    RiskLevel,
+    ToolDefinition,
+    ToolRetryPolicy,
+)
 from dive.tools._context import ToolContext
 from dive.tools._docstring import parse_docstring
 from dive.tools._tool import Tool, ToolAnnotations, ToolCallPreview, ToolOutput
@@ -28,6 +34,9 @@ from dive.tools._tool import Tool, ToolAnnotations, ToolCallPreview, ToolOutput
 __all__ = ["FunctionTool", "build_definition", "format_validation_error", "schema_of", "tool"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+Preview = Callable[[Mapping[str, Any]], ToolCallPreview | None]
+"""Computes a call's preview from its arguments (None: no preview)."""
 
 
 class _NoTitles(GenerateJsonSchema):
@@ -139,7 +148,41 @@ def _check_type(tool_name: str, pname: str, annotation: Any) -> None:
 
 
 class FunctionTool(Tool):
-    """A tool backed by a Python function."""
+    """A tool backed by a Python function.
+
+    Args:
+        fn: the function (sync or async); its signature and docstring give the input schema.
+        name: the tool's name (1-64 letters, digits, ``_`` or ``-``); defaults to the
+            function's ``__name__``.
+        description: what the model is told the tool does; defaults to the docstring's
+            summary (``""`` sends no description).
+        annotations: behaviour hints (:class:`ToolAnnotations`); set hints fill
+            ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
+        preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
+            runs (for approval UIs); None shows none.
+        timeout: seconds a call may run before it fails; None: no limit.
+        retry_policy: retries of a failed call; needs ``idempotent=True`` or
+            ``effect_type="read_only"`` when it allows more than one attempt.
+        requires_approval: the default approval policy asks before each call runs.
+        required_permissions: permissions the agent's ``granted_permissions`` must hold
+            for a call to run.
+        risk_level: ``low``, ``medium``, ``high`` or ``critical`` (None counts as medium).
+        effect_type: ``read_only``, ``write`` or ``external_side_effect``; None takes the one
+            ``annotations`` imply.
+        idempotent: a repeated call is harmless; None takes ``annotations.idempotent``.
+        terminal: the turn completes once the batch holding a call to it finishes.
+        sequential_only: a batch holding a call to it runs one call at a time (also set by
+            the annotation).
+        halts_batch: a failed call stops the calls after it in its batch (also set by the
+            annotation).
+        tags: free-form labels, recorded with each call.
+        metadata: string key/values carried on the definition.
+        origin: where the tool comes from (``local`` for a function).
+        cache_control: a prompt-cache breakpoint on the tool definition.
+
+    Raises:
+        ToolDefinitionError: the schema cannot be built or a governance value is invalid.
+    """
 
     def __init__(
         self,
@@ -148,8 +191,21 @@ class FunctionTool(Tool):
         name: str | None = None,
         description: str | None = None,
         annotations: ToolAnnotations | None = None,
-        preview: Callable[[Mapping[str, Any]], ToolCallPreview | None] | None = None,
-        **governance: Any,
+        preview: Preview | None = None,
+        timeout: float | None = None,
+        retry_policy: ToolRetryPolicy | None = None,
+        requires_approval: bool = False,
+        required_permissions: Iterable[str] = (),
+        risk_level: RiskLevel | None = None,
+        effect_type: EffectType | None = None,
+        idempotent: bool | None = None,
+        terminal: bool = False,
+        sequential_only: bool = False,
+        halts_batch: bool = False,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, str] | None = None,
+        origin: str = "local",
+        cache_control: CacheControl | None = None,
     ) -> None:
         tool_name = name or getattr(fn, "__name__", "")
         self.fn = fn
@@ -162,6 +218,25 @@ class FunctionTool(Tool):
             schema = schema_of(self._model)
         except Exception as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: cannot generate schema: {exc}") from exc
+        governance: dict[str, Any] = {
+            "timeout": timeout,
+            "retry_policy": retry_policy,
+            "requires_approval": requires_approval,
+            "required_permissions": required_permissions,
+            "risk_level": risk_level,
+            "effect_type": effect_type,
+            "terminal": terminal,
+            "sequential_only": sequential_only,
+            "halts_batch": halts_batch,
+            "tags": tags,
+            "origin": origin,
+            "cache_control": cache_control,
+        }
+        # left out when unset, so the definition's defaults (and the annotations) apply
+        if idempotent is not None:
+            governance["idempotent"] = idempotent
+        if metadata is not None:
+            governance["metadata"] = metadata
         self.definition = build_definition(
             tool_name,
             description if description is not None else summary,
@@ -171,9 +246,73 @@ class FunctionTool(Tool):
         )
 
     @classmethod
-    def from_function(cls, fn: Callable[..., Any], **kwargs: Any) -> FunctionTool:
-        """Build a tool from ``fn``; see :func:`tool` for the options."""
-        return cls(fn, **kwargs)
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        preview: Preview | None = None,
+        timeout: float | None = None,
+        retry_policy: ToolRetryPolicy | None = None,
+        requires_approval: bool = False,
+        required_permissions: Iterable[str] = (),
+        risk_level: RiskLevel | None = None,
+        effect_type: EffectType | None = None,
+        idempotent: bool | None = None,
+        terminal: bool = False,
+        sequential_only: bool = False,
+        halts_batch: bool = False,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, str] | None = None,
+        origin: str = "local",
+        cache_control: CacheControl | None = None,
+    ) -> FunctionTool:
+        """Build a tool from ``fn``: the same as ``FunctionTool(fn, ...)``.
+
+        Args:
+            fn: the function (sync or async).
+            name: see :class:`FunctionTool` for this and every other keyword.
+            description: as for :class:`FunctionTool`.
+            annotations: as for :class:`FunctionTool`.
+            preview: as for :class:`FunctionTool`.
+            timeout: as for :class:`FunctionTool`.
+            retry_policy: as for :class:`FunctionTool`.
+            requires_approval: as for :class:`FunctionTool`.
+            required_permissions: as for :class:`FunctionTool`.
+            risk_level: as for :class:`FunctionTool`.
+            effect_type: as for :class:`FunctionTool`.
+            idempotent: as for :class:`FunctionTool`.
+            terminal: as for :class:`FunctionTool`.
+            sequential_only: as for :class:`FunctionTool`.
+            halts_batch: as for :class:`FunctionTool`.
+            tags: as for :class:`FunctionTool`.
+            metadata: as for :class:`FunctionTool`.
+            origin: as for :class:`FunctionTool`.
+            cache_control: as for :class:`FunctionTool`.
+        """
+        return cls(
+            fn,
+            name=name,
+            description=description,
+            annotations=annotations,
+            preview=preview,
+            timeout=timeout,
+            retry_policy=retry_policy,
+            requires_approval=requires_approval,
+            required_permissions=required_permissions,
+            risk_level=risk_level,
+            effect_type=effect_type,
+            idempotent=idempotent,
+            terminal=terminal,
+            sequential_only=sequential_only,
+            halts_batch=halts_batch,
+            tags=tags,
+            metadata=metadata,
+            origin=origin,
+            cache_control=cache_control,
+        )
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
         try:
@@ -204,19 +343,107 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
-    preview: Callable[[Mapping[str, Any]], ToolCallPreview | None] | None = None,
-    **governance: Any,
+    preview: Preview | None = None,
+    timeout: float | None = None,
+    retry_policy: ToolRetryPolicy | None = None,
+    requires_approval: bool = False,
+    required_permissions: Iterable[str] = (),
+    risk_level: RiskLevel | None = None,
+    effect_type: EffectType | None = None,
+    idempotent: bool | None = None,
+    terminal: bool = False,
+    sequential_only: bool = False,
+    halts_batch: bool = False,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, str] | None = None,
+    origin: str = "local",
+    cache_control: CacheControl | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
-    fn: Callable[..., Any] | None = None, /, **kwargs: Any
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    annotations: ToolAnnotations | None = None,
+    preview: Preview | None = None,
+    timeout: float | None = None,
+    retry_policy: ToolRetryPolicy | None = None,
+    requires_approval: bool = False,
+    required_permissions: Iterable[str] = (),
+    risk_level: RiskLevel | None = None,
+    effect_type: EffectType | None = None,
+    idempotent: bool | None = None,
+    terminal: bool = False,
+    sequential_only: bool = False,
+    halts_batch: bool = False,
+    tags: Iterable[str] = (),
+    metadata: Mapping[str, str] | None = None,
+    origin: str = "local",
+    cache_control: CacheControl | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., timeout=..., ...)``.
 
-    Keyword options: ``name``, ``description``, ``annotations`` (:class:`ToolAnnotations`),
-    ``preview`` and any governance field of :class:`~dive.messages.ToolDefinition`
-    (``timeout``, ``retry_policy``, ``requires_approval``, ``required_permissions``,
-    ``risk_level``, ``effect_type``, ``idempotent``, ``terminal``, ``tags``, ``metadata``).
+    Every keyword is passed to :class:`FunctionTool`; a misspelt one is a type error.
+
+    Args:
+        fn: the function, when used bare as ``@tool``.
+        name: the tool's name (1-64 letters, digits, ``_`` or ``-``); defaults to the
+            function's ``__name__``.
+        description: what the model is told the tool does; defaults to the docstring's
+            summary (``""`` sends no description).
+        annotations: behaviour hints (:class:`ToolAnnotations`); set hints fill
+            ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
+        preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
+            runs (for approval UIs); None shows none.
+        timeout: seconds a call may run before it fails; None: no limit.
+        retry_policy: retries of a failed call; needs ``idempotent=True`` or
+            ``effect_type="read_only"`` when it allows more than one attempt.
+        requires_approval: the default approval policy asks before each call runs.
+        required_permissions: permissions the agent's ``granted_permissions`` must hold
+            for a call to run.
+        risk_level: ``low``, ``medium``, ``high`` or ``critical`` (None counts as medium).
+        effect_type: ``read_only``, ``write`` or ``external_side_effect``; None takes the one
+            ``annotations`` imply.
+        idempotent: a repeated call is harmless; None takes ``annotations.idempotent``.
+        terminal: the turn completes once the batch holding a call to it finishes.
+        sequential_only: a batch holding a call to it runs one call at a time (also set by
+            the annotation).
+        halts_batch: a failed call stops the calls after it in its batch (also set by the
+            annotation).
+        tags: free-form labels, recorded with each call.
+        metadata: string key/values carried on the definition.
+        origin: where the tool comes from (``local`` for a function).
+        cache_control: a prompt-cache breakpoint on the tool definition.
+
+    Returns:
+        The tool (``@tool``), or a decorator that makes one (``@tool(...)``).
+
+    Raises:
+        ToolDefinitionError: the schema cannot be built or a governance value is invalid.
     """
-    if fn is not None:
-        return FunctionTool(fn, **kwargs)
-    return lambda f: FunctionTool(f, **kwargs)
+
+    def make(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f,
+            name=name,
+            description=description,
+            annotations=annotations,
+            preview=preview,
+            timeout=timeout,
+            retry_policy=retry_policy,
+            requires_approval=requires_approval,
+            required_permissions=required_permissions,
+            risk_level=risk_level,
+            effect_type=effect_type,
+            idempotent=idempotent,
+            terminal=terminal,
+            sequential_only=sequential_only,
+            halts_batch=halts_batch,
+            tags=tags,
+            metadata=metadata,
+            origin=origin,
+            cache_control=cache_control,
+        )
+
+    return make(fn) if fn is not None else make

@@ -98,6 +98,7 @@ class TurnState:
         "_created_at",
         "_group",
         "_has_output",
+        "_history",
         "_iterations",
         "_last_response",
         "_ledger",
@@ -144,6 +145,7 @@ class TurnState:
         self._record: list[Message] = []
         self._working: list[Message] = list(history)
         self._model_only: list[Message] = []
+        self._history = tuple(history)
         self._ledger = ledger or CallLedger()
         self.calls: Final[CallLedger] = self._ledger
         """The call ledger: the only owner of call states."""
@@ -220,6 +222,11 @@ class TurnState:
         return self._created_at
 
     # --- messages -----------------------------------------------------------------------------
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The history before the turn, as the turn began (what ``RunResult`` reports)."""
+        return self._history
 
     @property
     def record(self) -> Sequence[Message]:
