@@ -47,6 +47,7 @@ from dive.errors import (
 )
 from dive.llm import ModelResponse, ToolChoice
 from dive.messages import (
+    EffectType,
     Message,
     ServerToolCall,
     TextBlock,
@@ -556,7 +557,7 @@ async def test_note_explains_not_run_when_a_call_did_not_start() -> None:
     [(None, "reconcile"), ("write", "reconcile"), ("read_only", "input")],
 )
 async def test_reconcile_override_only_for_unknown_non_read_only(
-    effect: str | None, expected_next: str
+    effect: EffectType | None, expected_next: str
 ) -> None:
     started = asyncio.Event()
 

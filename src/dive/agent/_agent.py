@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, cast
+from typing import Any, Generic, Union, cast
 
 from typing_extensions import TypeVar
 
@@ -111,6 +111,18 @@ def _check_model(model: object) -> None:
     )
 
 
+def _output_type(value: object) -> Any:
+    """``None`` is ``str``; a list or tuple of types is their union (one submit tool each)."""
+    if value is None:
+        return str
+    if isinstance(value, list | tuple):
+        members = tuple(cast("Sequence[Any]", value))
+        if not members:
+            raise UserError("output_type=[] needs at least one type")
+        return Union[members]  # noqa: UP007 - built from a runtime tuple
+    return value
+
+
 def _type_name(tp: object) -> str:
     return getattr(tp, "__name__", None) or repr(tp)
 
@@ -154,7 +166,9 @@ class Agent(Generic[OutputT, DepsT]):
         max_tool_concurrency: calls in flight at once in a parallel batch (default 10).
         output_type: the type of ``result.output``: ``str`` (the default: the final text)
             or any type pydantic validates (models, dataclasses, TypedDicts, ``int``,
-            ``list[X]``, ``Literal[...]``, unions).
+            ``list[X]``, ``Literal[...]``, unions). A list ``[A, B]`` means ``A | B`` and
+            lets the type checker infer ``Agent[A | B]``; for ``Literal[...]`` and written
+            unions, annotate the variable (``agent: Agent[Literal["y", "n"]] = ...``).
         output_mode: how a non-``str`` output is asked for: ``"tool"`` (a terminal
             ``submit_result`` tool, the default), ``"native"`` (the provider's JSON-schema
             response format) or ``"prompted"`` (the schema in the system prompt, JSON in the
@@ -195,7 +209,7 @@ class Agent(Generic[OutputT, DepsT]):
         limits: Limits | None = None,
         parallel_tool_execution: bool = True,
         max_tool_concurrency: int = 10,
-        output_type: type[OutputT] | None = None,
+        output_type: type[OutputT] | Sequence[type[OutputT]] | Any = None,
         output_mode: OutputMode = "tool",
         output_validators: Sequence[OutputValidator] = (),
         output_retries: int = 1,
@@ -242,7 +256,7 @@ class Agent(Generic[OutputT, DepsT]):
             rule = ext.rules()
             if rule:
                 rules.append(rule)
-        self.output_type: Any = output_type if output_type is not None else str
+        self.output_type: Any = _output_type(output_type)
         if output_retries < 0:
             raise UserError("output_retries must not be negative")
         self.output_retries = output_retries

@@ -12,7 +12,6 @@ is emitted even if earlier steps failed, and a handler error on it is only logge
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, assert_never
@@ -20,7 +19,7 @@ from typing import Any, assert_never
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
 from dive.agent._hooks import run_hooks
 from dive.agent._loop import unique_call_ids
-from dive.agent._result import RunResult
+from dive.agent._result import RunResult, answer_text
 from dive.agent._run import Run
 from dive.errors import EventHandlerError, HookAbort, SaveRejectedError
 from dive.messages import Message
@@ -226,7 +225,7 @@ def _result(
     if status != "completed":
         has_output, output = False, None
     elif not has_output and run.config.output.text:
-        has_output, output = True, _answer(turn.messages)
+        has_output, output = True, answer_text(turn.messages)
     return RunResult(
         status=status,
         turn=turn,
@@ -243,17 +242,6 @@ def _result(
         raw_output=output,
         has_output=has_output,
     )
-
-
-def _answer(messages: Sequence[Message]) -> str:
-    """The assistant text after the last tool result (what ``output_text`` reads)."""
-    passages: list[str] = []
-    for m in reversed(messages):
-        if m.role == "tool":
-            break
-        if m.role == "assistant" and m.text.strip():
-            passages.append(m.text)
-    return "\n\n".join(reversed(passages)).strip()
 
 
 async def _rejected(run: Run, error: BaseException, span: AgentRunSpan | None) -> RunResult[Any]:

@@ -26,6 +26,7 @@ from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
 from dive.agent._hooks import StopDecision, run_hooks
 from dive.agent._modelcall import call_model
+from dive.agent._result import answer_text
 from dive.agent._resume import resume_group
 from dive.agent._run import Run
 from dive.agent._toolbatch import run_batch
@@ -137,17 +138,6 @@ def _retry_output(run: Run, message: str, what: str, *, told: bool = False) -> E
     return None
 
 
-def _final_text(run: Run) -> str:
-    """The answer: the assistant text after the last tool result."""
-    passages: list[str] = []
-    for m in reversed(run.state.record):
-        if m.role == "tool":
-            break
-        if m.role == "assistant" and m.text.strip():
-            passages.append(m.text)
-    return "\n\n".join(reversed(passages)).strip()
-
-
 async def _accept(run: Run, value: Any, what: str) -> Ending | None:
     """Run the output validators on a schema-valid value; accept it or ask again."""
     value, retry = await run.config.output.check(run.run_context(), value)
@@ -170,7 +160,7 @@ async def _text_output(run: Run) -> Ending | None:
         )
     if spec.tools:
         return None
-    value, problem = spec.parse_text(_final_text(run))
+    value, problem = spec.parse_text(answer_text(run.state.record))
     if problem is not None:
         return _retry_output(run, problem, problem)
     ending = await _accept(run, value, "an output validator asked for a retry")

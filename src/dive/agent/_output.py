@@ -26,7 +26,7 @@ import json
 import re
 import types
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, is_dataclass
 from typing import Any, Literal, cast
 
@@ -105,11 +105,22 @@ class _Target:
 
     def validate(self, data: Any) -> Any:
         """Validate submitted data (raises ``ValidationError`` or ``_Unwrapped``)."""
+        data = _plain(data)
         if self.wrapped:
             if not isinstance(data, dict) or "result" not in data:
                 raise _Unwrapped()
             data = cast(dict[str, Any], data)["result"]
         return self.adapter.validate_python(data)
+
+
+def _plain(value: Any) -> Any:
+    """Read-only mappings and tuples of tool arguments as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        items = cast(Mapping[Any, Any], value).items()
+        return {k: _plain(v) for k, v in items}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in cast(Sequence[Any], value)]
+    return value
 
 
 class _Unwrapped(Exception):

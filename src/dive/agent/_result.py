@@ -20,10 +20,29 @@ from dive.messages import Message
 from dive.messages.codec import JSONValue
 from dive.turns import Persistence, Turn, TurnOutcome, TurnStatus
 
-__all__ = ["RunResult"]
+__all__ = ["RunResult", "answer_text"]
 
 OutputT = TypeVar("OutputT")
 DefaultT = TypeVar("DefaultT")
+
+
+def answer_text(messages: Sequence[Message]) -> str:
+    """The last run of assistant messages' text (notes after it skipped), by passage.
+
+    Whitespace-only passages are skipped and the answer is stripped at both ends. A tool
+    result or a user message (a reminder asking to try again) before the run ends it.
+    """
+    passages: list[str] = []
+    started = False
+    for m in reversed(messages):
+        if m.role != "assistant":
+            if started or m.role == "tool":
+                break
+            continue
+        started = True
+        if m.text.strip():
+            passages.append(m.text)
+    return "\n\n".join(reversed(passages)).strip()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,13 +111,7 @@ class RunResult(Generic[OutputT]):
         Whitespace-only passages (stray blank-line text blocks models emit around thinking and
         server tools) are skipped, and the answer is stripped at both ends.
         """
-        passages: list[str] = []
-        for m in reversed(self.output_messages):
-            if m.role == "tool":
-                break
-            if m.role == "assistant" and m.text.strip():
-                passages.append(m.text)
-        return "\n\n".join(reversed(passages)).strip()
+        return answer_text(self.output_messages)
 
     def tool_call_results(self) -> list[ToolCallResultEvent]:
         """Every ``tool_call_result`` event of this invocation, in order."""

@@ -95,9 +95,12 @@ def build_definition(
 
 
 def _is_context(annotation: Any) -> bool:
-    return annotation is ToolContext or (
-        isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "ToolContext"
-    )
+    """``ToolContext`` or ``ToolContext[Deps]`` (also as an unresolved string)."""
+    if annotation is ToolContext or typing.get_origin(annotation) is ToolContext:
+        return True
+    if isinstance(annotation, str):
+        return annotation.split("[", 1)[0].rsplit(".", 1)[-1] == "ToolContext"
+    return False
 
 
 def _input_model(fn: Callable[..., Any], name: str) -> tuple[type[BaseModel], str | None, str]:
