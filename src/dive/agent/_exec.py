@@ -19,7 +19,7 @@ from dive.agent._run import Run
 from dive.errors import ToolFatalError
 from dive.messages import ToolCall, ToolResult
 from dive.redaction import redact
-from dive.tools import Background, Suspend, Tool, ToolContext
+from dive.tools import Background, Suspend, Tool, ToolContext, ToolReturn
 from dive.tracing import ToolCallInfo
 from dive.turns import CallState, PendingToolCall
 
@@ -38,6 +38,7 @@ class ExecResult:
     state: CallState = "completed"
     error: str | None = None
     pending: PendingToolCall | None = None
+    terminal: bool = False
 
 
 class _Timeout(Exception):
@@ -120,7 +121,8 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
             "return the result directly or Suspend"
         )
         return ExecResult(result=error_result(call, text), error=text)
-    return ExecResult(result=to_tool_result(call, output))
+    ends = isinstance(output, ToolReturn) and output.terminal
+    return ExecResult(result=to_tool_result(call, output), terminal=ends)
 
 
 async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:

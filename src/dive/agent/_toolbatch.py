@@ -307,8 +307,8 @@ async def _post(run: Run, batch: Batch, p: Prepared, res: ExecResult) -> None:
     result = await post_hooks(run, p.call, p.tool, res.result, how, res.error)
     if failed and _halts(run, p.tool):
         run.state.halt_group()
-    if p.tool.definition.terminal:
-        batch.terminal = True
+    if (p.tool.definition.terminal and not failed) or res.terminal:
+        batch.terminal = True  # a failed terminal call does not end the turn
     await _finish(run, p.call, result, how, error=res.error, preview=p.preview)
 
 

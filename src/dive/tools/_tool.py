@@ -67,11 +67,19 @@ class ToolCallPreview:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolReturn:
-    """A tool output with an optional UI rendering and error flag."""
+    """A tool output with an optional UI rendering and error flag.
+
+    Attributes:
+        content: what the model sees (text, a JSON-able value, content blocks).
+        display: a rendering for people (UIs), not sent to the model.
+        is_error: the call failed (the model sees an error result).
+        terminal: end the turn once this batch is done, like a ``terminal`` tool's success.
+    """
 
     content: Any
     display: str | None = None
     is_error: bool = False
+    terminal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
