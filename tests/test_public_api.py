@@ -92,6 +92,7 @@ EXPORTS: dict[str, list[str]] = {
         "OutputValidationError",
         "OverloadedError",
         "PermissionDeniedError",
+        "PromptError",
         "ProviderConnectionError",
         "ProviderError",
         "ProviderStateError",
@@ -466,6 +467,7 @@ EXPORTS: dict[str, list[str]] = {
         "text_part",
         "thought_part",
     ],
+    "dive.prompts": ["Bindable", "NoBindings", "Prompt"],
     "dive.redaction": ["REDACTED", "redact", "redact_exception", "register_secret"],
     "dive.tracing": [
         "AgentRunInfo",

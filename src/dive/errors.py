@@ -17,6 +17,7 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   ├── InputOnSuspendedSessionError / ResumeRequiredError / UnreconciledToolCallsError
     │   ├── ReentrantSessionError
     │   ├── HookPolicyError            a hook changed what its hook point does not allow
+    │   ├── PromptError                a prompt template, binding or build that dive.prompts refuses
     │   └── OutputUnavailableError     result.output read on a suspended or incomplete result
     ├── MessageValidationError         a message or history that is malformed (also a ValueError)
     │   ├── IncompleteToolTurnError    a tool exchange that a provider would reject
@@ -77,6 +78,7 @@ __all__ = [
     "OutputValidationError",
     "OverloadedError",
     "PermissionDeniedError",
+    "PromptError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderStateError",
@@ -199,6 +201,15 @@ class HookPolicyError(UserError):
 
     It is handled like any other exception of that hook (see the hook table in
     ``dive.agent``): it ends the turn, denies the call, or is logged.
+    """
+
+
+class PromptError(UserError):
+    """``dive.prompts`` refused a template, a binding or a build.
+
+    The template does not parse, a name is unknown or already bound, a value cannot be
+    encoded, a placeholder is still unbound, or the output would exceed the size limit. The
+    message says which and what to change; an encoder's exception is the cause.
     """
 
 

@@ -28,3 +28,14 @@ agent.run_sync("hi", valuez={"a": 1})  # error: reportCallIssue
 agent.run_sync("hi", deps="ada")  # error: reportArgumentType
 agent.stream("hi", on_evnt=print)  # error: reportCallIssue
 text: str = agent.run_sync("hi").output  # error: reportAssignmentType
+
+# dive.prompts: templates and bind_literal values must be string literals (LiteralString).
+from dive.prompts import Prompt  # noqa: E402
+
+
+def greet(user_name: str) -> str:
+    Prompt("Hello {{name}}").bind_literal("name", "Ada")
+    Prompt("Hello " + user_name)  # error: reportArgumentType
+    prompt = Prompt(user_name)  # error: reportArgumentType
+    prompt = Prompt("Hello {{name}}").bind_literal("name", user_name)  # error: reportArgumentType
+    return prompt.bind_xml("x", {}, "root").build()  # error: reportCallIssue, reportUnknown*
