@@ -36,6 +36,19 @@ ALLOWED: dict[str, set[str]] = {
         "sessions",
         "providers",
     },
+    "prompts": {"errors"},
+    "executor": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+        "prompts",
+    },
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("name", ["typed_output.py", "history_json.py"])
+@pytest.mark.parametrize(
+    "name", ["typed_output.py", "history_json.py", "review_bot.py", "eval_report.py"]
+)
 def test_example_runs(name: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
@@ -20,6 +24,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         cwd=tmp_path,
         timeout=120,
         check=False,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()

@@ -36,6 +36,7 @@ from dive.agent._hooks import (
 from dive.agent._instructions import Instructions, InstructionsFn
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import ModelRetry, OutputMode, OutputValidator
+from dive.agent._outputs import to_tool_result
 from dive.agent._result import RunResult
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
@@ -119,6 +120,7 @@ __all__ = [
     "find_turn_outcome",
     "remove_reminder",
     "strip_reminders",
+    "to_tool_result",
 ]
 
 from dive._public import publish as _publish

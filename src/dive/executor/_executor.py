@@ -1,0 +1,372 @@
+"""``Executor[Request, Response]``: one request in, one validated response out.
+
+A thin typed façade over the agent loop: it renders the prompt, assembles the tools (the
+caller's, the submit tool), configures an ``Agent`` (settings, round budget, concurrency,
+caching, no final-answer forcing) and interprets each turn's result. When a turn ends
+without a commit, the executor continues the conversation statelessly with the loop's
+``history=``: a redirect to the submit tool, a parse repair in text mode, or a continuation
+after an output-limit cut-off; every model call counts against ``max_rounds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Generic, cast
+
+from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
+
+from dive.agent import Agent, Hooks, Limits, RunResult
+from dive.errors import ProviderError
+from dive.executor._control import Control
+from dive.executor._errors import (
+    ExecutorConfigError,
+    ExecutorError,
+    ExecutorIncomplete,
+    ExecutorRefused,
+    MaxRoundsExceeded,
+    ResponseParseError,
+)
+from dive.executor._options import ExecutorOptions
+from dive.executor._rounds import record_rounds
+from dive.executor._seeds import run_seeds
+from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
+from dive.executor._submit_tool import SubmitLoopTool
+from dive.executor._text import candidates
+from dive.executor._tools import ExecutorTool, HandlerTool, Outcomes
+from dive.executor._trace import ExecutionTrace
+from dive.executor._tracers import record_trace
+from dive.llm import Model, ModelSettings
+from dive.messages import Message, TextBlock, ToolCall
+from dive.prompts import Bindable, Prompt
+from dive.tools import Tool
+
+__all__ = ["Executor"]
+
+RequestT = TypeVar("RequestT", bound=Bindable, default=Bindable)
+ResponseT = TypeVar("ResponseT", bound=BaseModel, default=BaseModel)
+
+OUTPUT_LIMIT_TEXT = (
+    "Your previous response was cut off at the output limit (max_tokens={n}) and nothing in it "
+    "was executed. Continue, keeping your next response shorter."
+)
+REDIRECT_TEXT = (
+    "You must call the {name} tool to return your response. Do not respond with plain text. "
+    "If you encountered an error or cannot complete the task, call {name} with an "
+    "appropriate error or summary."
+)
+REPAIR_TEXT = (
+    "Your response could not be used: {reason}. Reply with only the corrected JSON object in a "
+    "json fenced code block."
+)
+
+
+class Executor(Generic[RequestT, ResponseT]):
+    """Turns a ``Bindable`` request into a validated ``response_type`` through a conversation.
+
+    Args:
+        model: a dive ``Model`` or ``"provider:model"`` (built with ``options.retry``).
+        prompt: the user prompt template; ``request.bind(prompt)`` fills it.
+        response_type: the pydantic model of the result.
+        options: see ``ExecutorOptions``.
+        submit_tool: the submit tool's naming (None: text mode, JSON read from the answer).
+        result_validators: ``fn(response, ctx) -> findings`` (sync or async), run concurrently
+            after the built-in schema check; findings go back to the model.
+        system_instructions: the system prompt (built once per execute, without the request).
+        user_prompt_suffix: a second block of the first user message (built without the
+            request), e.g. per-run instructions after a large cached payload.
+        name: the agent name in traces.
+    """
+
+    def __init__(
+        self,
+        model: Model | str,
+        prompt: Prompt,
+        *,
+        response_type: type[ResponseT],
+        options: ExecutorOptions | None = None,
+        submit_tool: SubmitTool | None = None,
+        result_validators: Sequence[ResultValidator[ResponseT]] = (),
+        system_instructions: Prompt | None = None,
+        user_prompt_suffix: Prompt | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.options = options or ExecutorOptions()
+        if not (isinstance(response_type, type) and issubclass(response_type, BaseModel)):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ExecutorConfigError(
+                f"response_type must be a pydantic BaseModel subclass, not {response_type!r}"
+            )
+        if isinstance(model, str):
+            from dive.providers import model as resolve
+
+            spec = (
+                model
+                if ":" in model or self.options.model is None
+                else f"{model}:{self.options.model}"
+            )
+            model = resolve(spec, retry=self.options.retry)
+        self.model: Model = model
+        self.prompt = prompt
+        self.response_type = response_type
+        self.submit_tool = submit_tool
+        self.result_validators = tuple(result_validators)
+        self.system_instructions = system_instructions
+        self.user_prompt_suffix = user_prompt_suffix
+        self.name = name
+        gate = self.options.force_submit_defer_until
+        if gate is not None and submit_tool is not None and gate == submit_tool.name:
+            raise ExecutorConfigError("force_submit_defer_until cannot name the submit tool")
+
+    # --- one execute ----------------------------------------------------------------------
+
+    async def execute(
+        self,
+        request: RequestT,
+        tools: Mapping[str, ExecutorTool[Any]] | None = None,
+        seed_tool_calls: Sequence[ToolCall] = (),
+    ) -> ResponseT:
+        """Run the conversation until a response is committed; see the module docstring.
+
+        Raises ``ExecutorError`` subclasses (with ``.trace`` and ``.messages``) and
+        ``ProviderError`` for a model call that failed after its retries.
+        """
+        prompt_text, suffix, system = self._render(request)
+        trace = ExecutionTrace(
+            input_prompt=prompt_text if not suffix else f"{prompt_text}\n\n{suffix}",
+            agent_name=self.name,
+        )
+        outcomes = Outcomes()
+        try:
+            response = await self._run(
+                prompt_text, suffix, system, tools or {}, seed_tool_calls, trace, outcomes
+            )
+        except BaseException as exc:
+            trace.finish(error=exc)
+            if isinstance(exc, ExecutorError) and exc.trace is None:
+                exc.trace = trace
+            record_trace(self.response_type, trace)
+            raise
+        trace.finish(result=response.model_dump(mode="json"))
+        record_trace(self.response_type, trace)
+        return response
+
+    def execute_sync(
+        self,
+        request: RequestT,
+        tools: Mapping[str, ExecutorTool[Any]] | None = None,
+        seed_tool_calls: Sequence[ToolCall] = (),
+    ) -> ResponseT:
+        """The blocking form of ``execute`` (not from inside a running event loop)."""
+        return asyncio.run(self.execute(request, tools, seed_tool_calls))
+
+    def _render(self, request: RequestT) -> tuple[str, str, str]:
+        try:
+            bound = request.bind(self.prompt)
+        except Exception as exc:
+            raise ExecutorError(f"failed to bind request to prompt: {exc}") from exc
+        try:
+            text = bound.build()
+        except Exception as exc:
+            raise ExecutorError(f"failed to build prompt: {exc}") from exc
+        suffix = ""
+        if self.user_prompt_suffix is not None:
+            try:
+                suffix = self.user_prompt_suffix.build()
+            except Exception as exc:
+                raise ExecutorError(f"failed to build user prompt suffix: {exc}") from exc
+        system = ""
+        if self.system_instructions is not None:
+            try:
+                system = self.system_instructions.build()
+            except Exception as exc:
+                raise ExecutorError(f"building system prompt: {exc}") from exc
+        return text, suffix, system
+
+    def _loop_tools(
+        self,
+        tools: Mapping[str, ExecutorTool[Any]],
+        trace: ExecutionTrace,
+        outcomes: Outcomes,
+    ) -> list[Tool]:
+        out: list[Tool] = []
+        for key, tool in tools.items():
+            if key != tool.definition.name:
+                raise ExecutorConfigError(
+                    f"tools[{key!r}] is named {tool.definition.name!r}: keys must equal names"
+                )
+            out.append(HandlerTool(tool, trace, outcomes))
+        submit = self.submit_tool
+        if submit is not None and submit.name not in tools:
+            out.append(
+                SubmitLoopTool(self.response_type, submit, self.result_validators, trace, outcomes)
+            )
+        return sorted(out, key=lambda t: t.name)
+
+    def _settings(self) -> ModelSettings:
+        o = self.options
+        thinking = o.thinking_budget is not None
+        temperature = o.temperature if o.temperature is not None else (None if thinking else 0.1)
+        return ModelSettings(
+            max_tokens=o.max_tokens,
+            temperature=None if thinking else temperature,
+            thinking="enabled" if thinking else None,
+            reasoning_budget=o.thinking_budget,
+            reasoning_effort=o.effort,
+            caching=o.caching,
+            cache_ttl=o.cache_ttl,
+        )
+
+    async def _run(
+        self,
+        prompt_text: str,
+        suffix: str,
+        system: str,
+        tools: Mapping[str, ExecutorTool[Any]],
+        seeds: Sequence[ToolCall],
+        trace: ExecutionTrace,
+        outcomes: Outcomes,
+    ) -> ResponseT:
+        o = self.options
+        loop_tools = self._loop_tools(tools, trace, outcomes)
+        blocks = [TextBlock(text=prompt_text)] + ([TextBlock(text=suffix)] if suffix else [])
+        history: list[Message] = [Message(role="user", content=tuple(blocks))]
+        seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
+        if outcomes.abort is not None:
+            raise ExecutorError(
+                str(outcomes.abort), trace=trace, messages=history
+            ) from outcomes.abort
+        if outcomes.committed:
+            return cast(ResponseT, outcomes.commit)
+        submit = self.submit_tool.name if self.submit_tool is not None else None
+        gate = o.force_submit_defer_until
+        control = Control(o, submit, gate is not None and gate in tools)
+        outcomes.control = control
+        rounds, cutoffs, repairs = 0, 0, 0
+        pending: Message | None = None  # the next user message (redirect, repair, continue)
+        while True:
+            remaining = o.max_rounds - rounds
+            if remaining <= 0:
+                raise MaxRoundsExceeded(
+                    f"agent exceeded maximum conversation rounds ({o.max_rounds})",
+                    trace=trace,
+                    messages=history,
+                )
+            control.base = rounds
+            agent = self._agent(system, loop_tools, remaining, control)
+            if pending is None and not seeded and rounds == 0:
+                result = await agent.run(history[0])
+                history = []
+            elif pending is None:
+                result = await agent.run(history=history, continue_turn=True)
+            else:
+                result = await agent.run(pending, history=history)
+            history = result.all_messages()
+            rounds += record_rounds(trace, result, rounds, self.model)
+            pending = None
+            if outcomes.abort is not None:
+                raise ExecutorError(
+                    str(outcomes.abort), trace=trace, messages=history
+                ) from outcomes.abort
+            if outcomes.committed:
+                return cast(ResponseT, outcomes.commit)
+            if result.status == "suspended":
+                raise ExecutorIncomplete(
+                    "the run suspended; executor suspension is not supported yet",
+                    reason="suspended",
+                    trace=trace,
+                    messages=history,
+                )
+            if result.status == "incomplete":
+                cutoffs = self._incomplete(result, cutoffs, trace, history)
+                pending = Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens))
+                continue
+            cutoffs = 0
+            if result.stop_reason == "refusal":
+                raise ExecutorRefused(
+                    f"the model refused: {result.stop_details or result.output_text}",
+                    trace=trace,
+                    messages=history,
+                )
+            if self.submit_tool is not None:
+                pending = Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name))
+                control.force_next()
+                continue
+            response, problem = await self._parse(result, trace)
+            if response is not None:
+                return response
+            repairs += 1
+            if repairs > 2:
+                raise ResponseParseError(
+                    f"failed to parse response: {problem}", trace=trace, messages=history
+                )
+            pending = Message.user(REPAIR_TEXT.format(reason=problem))
+
+    def _agent(
+        self, system: str, tools: list[Tool], remaining: int, control: Control
+    ) -> Agent[str, None]:
+        return Agent(
+            model=self.model,
+            instructions=system,
+            tools=tools,
+            name=self.name,
+            model_settings=self._settings(),
+            limits=Limits(
+                max_model_calls_per_turn=remaining, force_final_answer=False, response_timeout=None
+            ),
+            parallel_tool_execution=self.options.tool_call_concurrency > 1,
+            max_tool_concurrency=self.options.tool_call_concurrency,
+            prime_reminders=False,
+            hooks=Hooks(pre_iteration=[control.before_call]),
+        )
+
+    def _incomplete(
+        self, result: RunResult[Any], cutoffs: int, trace: ExecutionTrace, history: list[Message]
+    ) -> int:
+        """An incomplete turn: the number of cut-offs in a row, or raise."""
+        outcome = result.outcome
+        reason = outcome.reason if outcome is not None else "unknown"
+        if reason == "output_limit" and cutoffs < 2:
+            return cutoffs + 1
+        if reason == "iteration_limit":
+            raise MaxRoundsExceeded(
+                f"agent exceeded maximum conversation rounds ({self.options.max_rounds})",
+                trace=trace,
+                messages=history,
+            )
+        if reason == "provider_error" and isinstance(result.error, ProviderError):
+            raise result.error
+        if reason in ("output_limit", "context_limit", "pause", "provider_stopped"):
+            raise ExecutorIncomplete(
+                f"the model stopped ({reason}) and the executor cannot continue",
+                reason=reason,
+                trace=trace,
+                messages=history,
+            )
+        raise ExecutorError(f"the run ended {reason}: {result}", trace=trace, messages=history)
+
+    async def _parse(
+        self, result: RunResult[Any], trace: ExecutionTrace
+    ) -> tuple[ResponseT | None, str]:
+        """Text mode: the last answer's JSON, validated, or the problem to repair."""
+        last = next((m for m in reversed(result.turn.messages) if m.role == "assistant"), None)
+        text = "\n".join(b.text for b in last.content if isinstance(b, TextBlock)) if last else ""
+        if not text.strip():
+            raise ExecutorError("no content in model response", trace=trace)
+        problem = "no JSON object found"
+        for candidate in candidates(text):
+            try:
+                response = self.response_type.model_validate_json(candidate)
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]["msg"]
+                problem = f"invalid JSON for {self.response_type.__name__}: {first}"
+                continue
+            sub = SubmissionContext(
+                reasoning="", tool_call_id="", round=len(trace.rounds) - 1, trace=trace
+            )
+            schema = self.response_type.model_json_schema()
+            findings = await run_validators(response, sub, schema, self.result_validators)
+            if findings:
+                return None, "; ".join(f.details for f in findings)
+            return response, ""
+        return None, problem

@@ -1,0 +1,98 @@
+"""Prompt caching in a 10-round review with a 20k-token payload: the cost it saves.
+
+The simulator does the API's cache accounting (breakpoints, lookback, minimums); the cost
+is the provider layer's price for each round's usage buckets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+import dive.testing.anthropic as anth
+from dive.executor import (
+    ExecutionTrace,
+    Executor,
+    ExecutorOptions,
+    ExecutorTool,
+    Finding,
+    SubmissionContext,
+    SubmitTool,
+)
+from dive.prompts import Prompt
+from dive.providers import RetryPolicy
+from dive.providers.anthropic import AnthropicModel
+
+FAST = RetryPolicy(initial_backoff=0.001, max_backoff=0.01, jitter=0.0)
+
+
+class Verdict(BaseModel):
+    decision: Literal["approve", "request_changes"]
+    summary: str
+
+
+@dataclass
+class Review:
+    diff: str
+
+    def bind(self, prompt: Prompt) -> Prompt:
+        return prompt.bind_json("diff", self.diff)
+
+
+async def read_file(path: str) -> dict[str, str]:
+    """Read a file of the change."""
+    return {"path": path, "text": "x = 1\n" * 50}
+
+
+async def _review(caching: bool) -> ExecutionTrace:
+    traces: list[ExecutionTrace] = []
+
+    def keep(v: Verdict, ctx: SubmissionContext) -> list[Finding]:
+        traces.append(ctx.trace)
+        return []
+
+    with anth.simulator(assert_consumed=True) as sim:
+        for i in range(9):
+            sim.add(anth.tool_use("read_file", {"reasoning": "look", "path": f"f{i}.py"}))
+        sim.add(
+            anth.tool_use(
+                "submit_result",
+                {"reasoning": "done", "result": {"decision": "approve", "summary": "ok"}},
+            )
+        )
+        model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="test", retry=FAST)
+        ex = Executor(
+            model,
+            Prompt("Review:\n{{diff}}"),
+            response_type=Verdict,
+            submit_tool=SubmitTool(),
+            system_instructions=Prompt("You review code changes carefully."),
+            result_validators=[keep],
+            options=ExecutorOptions(caching=caching),
+        )
+        diff = "+ line of a large change that the reviewer reads\n" * 2000  # ≈ 20k tokens
+        await ex.execute(
+            Review(diff=diff), tools={"read_file": ExecutorTool.from_function(read_file)}
+        )
+        await model.aclose()
+    return traces[0]
+
+
+def _cost(trace: ExecutionTrace) -> float:
+    costs = [r.cost for r in trace.rounds]
+    assert all(c is not None for c in costs), "every round has a price"
+    return sum(c for c in costs if c is not None)
+
+
+async def test_caching_cuts_a_ten_round_review_to_a_quarter_of_the_cost() -> None:
+    cached = await _review(caching=True)
+    uncached = await _review(caching=False)
+    assert len(cached.rounds) == len(uncached.rounds) == 10
+    assert uncached.rounds[0].input_tokens > 18_000
+    assert all(r.cache_read_tokens > 18_000 for r in cached.rounds[1:])
+    assert all(r.cache_read_tokens == 0 for r in uncached.rounds)
+    ratio = _cost(cached) / _cost(uncached)
+    print(f"cost with caching {_cost(cached):.4f} vs without {_cost(uncached):.4f}: {ratio:.3f}")
+    assert ratio <= 0.25
