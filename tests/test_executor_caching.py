@@ -96,3 +96,42 @@ async def test_caching_cuts_a_ten_round_review_to_a_quarter_of_the_cost() -> Non
     ratio = _cost(cached) / _cost(uncached)
     print(f"cost with caching {_cost(cached):.4f} vs without {_cost(uncached):.4f}: {ratio:.3f}")
     assert ratio <= 0.25
+
+
+async def test_executions_differing_only_in_the_suffix_share_the_prompt_cache() -> None:
+    with anth.simulator(assert_consumed=True) as sim:
+        for _ in range(2):
+            sim.add(
+                anth.tool_use(
+                    "submit_result",
+                    {"reasoning": "r", "result": {"decision": "approve", "summary": "ok"}},
+                )
+            )
+        model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="test", retry=FAST)
+        diff = "+ line of a large change that the reviewer reads\n" * 2000
+        usages: list[int] = []
+        traces: list[ExecutionTrace] = []
+
+        def keep(v: Verdict, ctx: SubmissionContext) -> list[Finding]:
+            traces.append(ctx.trace)
+            return []
+
+        for focus in ("security", "performance"):
+            ex = Executor(
+                model,
+                Prompt("Review:\n{{diff}}"),
+                response_type=Verdict,
+                submit_tool=SubmitTool(),
+                user_prompt_suffix=Prompt("Focus on security.")
+                if focus == "security"
+                else Prompt("Focus on performance."),
+                result_validators=[keep],
+            )
+            await ex.execute(Review(diff=diff))
+            usages.append(traces[-1].rounds[0].cache_read_tokens)
+        await model.aclose()
+        first = sim.requests[0]["messages"][0]["content"]
+        assert first[0]["cache_control"] == {"type": "ephemeral"}
+        assert first[1]["text"] == "Focus on security."
+    assert usages[0] == 0
+    assert usages[1] > 18_000  # the second execution read the prompt block from the cache

@@ -6,8 +6,10 @@ Sequential (whenever a call is ``sequential_only`` or halting, for single calls,
 check soft stop again → execute in a tool span → post hooks → ``tool_call_result`` event.
 
 Parallel: phase 1 prepares each call in order (events, validation, ``pre_tool_use``, gates);
-phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once. Results
-are handled in completion order and recorded in call order.
+phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once; calls of
+``terminal`` tools are held out and run after every other call, in model order, so they see
+the batch's side effects. Results are handled in completion order and recorded in call
+order.
 
 Call states change only through the turn's call ledger; results go into the turn's open
 tool group. Every ``tool_call`` event gets exactly one ``tool_call_result``.
@@ -370,8 +372,11 @@ async def _parallel(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
             ledger.start(p.call.id)
             return p, await execute_call(run, p.tool, p.call, p.input)
 
+    # terminal calls are held out: they run after the pooled ones, in model order, so they
+    # see the final state of the batch's side effects
+    held = [p for p in prepared if p.tool.definition.terminal]
     tasks: dict[asyncio.Future[Any], Prepared] = {
-        asyncio.ensure_future(one(p)): p for p in prepared
+        asyncio.ensure_future(one(p)): p for p in prepared if not p.tool.definition.terminal
     }
     try:
         for fut in asyncio.as_completed(tasks):
@@ -383,6 +388,12 @@ async def _parallel(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
     except BaseException:
         _abandon(run, tasks)
         raise
+    for p in held:
+        p, res = await one(p)
+        if res is not None:
+            await _post(run, batch, p, res)
+            if run.setup.durable:
+                await checkpoint_step(run, "the step after a tool result")
 
 
 def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:

@@ -38,6 +38,7 @@ from dive.executor._evals import (
 from dive.executor._executor import Executor
 from dive.executor._options import ExecutorOptions
 from dive.executor._submit import Finding, ResultValidator, SubmissionContext, SubmitTool
+from dive.executor._suspend import ConfigDriftError, ExecutionSuspended, Suspension
 from dive.executor._tools import (
     Commit,
     ExecutorTool,
@@ -53,6 +54,8 @@ __all__ = [
     "AbortExecution",
     "Check",
     "Commit",
+    "ConfigDriftError",
+    "ExecutionSuspended",
     "EvalCase",
     "EvalReport",
     "EvalResult",
@@ -74,6 +77,7 @@ __all__ = [
     "ResultValidator",
     "SubmissionContext",
     "SubmitTool",
+    "Suspension",
     "ToolHandler",
     "TracedCall",
     "TracedRound",

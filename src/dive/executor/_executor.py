@@ -11,7 +11,8 @@ after an output-limit cut-off; every model call counts against ``max_rounds``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Generic, cast
 
 from pydantic import BaseModel, ValidationError
@@ -33,12 +34,19 @@ from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
 from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
 from dive.executor._submit_tool import SubmitLoopTool
+from dive.executor._suspend import (
+    ConfigDriftError,
+    ExecutionSuspended,
+    Suspension,
+    digest,
+    frame_answer,
+)
 from dive.executor._text import candidates
 from dive.executor._tools import ExecutorTool, HandlerTool, Outcomes
 from dive.executor._trace import ExecutionTrace
 from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
-from dive.messages import Message, TextBlock, ToolCall
+from dive.messages import CacheControl, Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
 from dive.tools import Tool
 
@@ -62,6 +70,14 @@ REPAIR_TEXT = (
 )
 
 
+_Call = Callable[[Agent[str, None]], Awaitable[RunResult[str]]]
+
+
+def _send(message: Message, history: list[Message]) -> _Call:
+    """The next loop turn: ``message`` after ``history``."""
+    return lambda agent: agent.run(message, history=history)
+
+
 class Executor(Generic[RequestT, ResponseT]):
     """Turns a ``Bindable`` request into a validated ``response_type`` through a conversation.
 
@@ -76,6 +92,8 @@ class Executor(Generic[RequestT, ResponseT]):
         system_instructions: the system prompt (built once per execute, without the request).
         user_prompt_suffix: a second block of the first user message (built without the
             request), e.g. per-run instructions after a large cached payload.
+        suspend_tool: a tool whose handler returns ``dive.tools.Suspend(prompt)`` to wait
+            for a person; ``execute`` then raises ``ExecutionSuspended``.
         name: the agent name in traces.
     """
 
@@ -90,6 +108,7 @@ class Executor(Generic[RequestT, ResponseT]):
         result_validators: Sequence[ResultValidator[ResponseT]] = (),
         system_instructions: Prompt | None = None,
         user_prompt_suffix: Prompt | None = None,
+        suspend_tool: ExecutorTool[Any] | None = None,
         name: str | None = None,
     ) -> None:
         self.options = options or ExecutorOptions()
@@ -113,7 +132,17 @@ class Executor(Generic[RequestT, ResponseT]):
         self.result_validators = tuple(result_validators)
         self.system_instructions = system_instructions
         self.user_prompt_suffix = user_prompt_suffix
+        self.suspend_tool = suspend_tool
         self.name = name
+        if (
+            suspend_tool is not None
+            and submit_tool is not None
+            and suspend_tool.definition.name == submit_tool.name
+        ):
+            raise ExecutorConfigError(
+                f"suspend tool {submit_tool.name!r} collides with the submit tool name; the run "
+                "could never terminate"
+            )
         gate = self.options.force_submit_defer_until
         if gate is not None and submit_tool is not None and gate == submit_tool.name:
             raise ExecutorConfigError("force_submit_defer_until cannot name the submit tool")
@@ -196,6 +225,16 @@ class Executor(Generic[RequestT, ResponseT]):
                     f"tools[{key!r}] is named {tool.definition.name!r}: keys must equal names"
                 )
             out.append(HandlerTool(tool, trace, outcomes))
+        if self.suspend_tool is not None:
+            name = self.suspend_tool.definition.name
+            if name in tools:
+                raise ExecutorConfigError(
+                    f"suspend tool {name!r} collides with a caller-registered tool of the same name"
+                )
+            held = replace(
+                self.suspend_tool, definition=replace(self.suspend_tool.definition, terminal=True)
+            )
+            out.append(HandlerTool(held, trace, outcomes))  # terminal: held out like submit
         submit = self.submit_tool
         if submit is not None and submit.name not in tools:
             out.append(
@@ -229,7 +268,12 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         o = self.options
         loop_tools = self._loop_tools(tools, trace, outcomes)
-        blocks = [TextBlock(text=prompt_text)] + ([TextBlock(text=suffix)] if suffix else [])
+        first = TextBlock(text=prompt_text)
+        if o.caching and (suffix or o.cache_first_user_block):
+            # the rendered prompt is its own cache entry, shared by executions that differ
+            # only in the suffix; it counts as one of the request's four breakpoints
+            first = TextBlock(text=prompt_text, cache_control=CacheControl(ttl=o.cache_ttl))
+        blocks = [first] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
         seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
         if outcomes.abort is not None:
@@ -238,14 +282,115 @@ class Executor(Generic[RequestT, ResponseT]):
             ) from outcomes.abort
         if outcomes.committed:
             return cast(ResponseT, outcomes.commit)
+        control = self._control(tools, outcomes)
+        if seeded:
+            start: _Call = lambda agent: agent.run(history=history, continue_turn=True)  # noqa: E731
+        else:
+            start = lambda agent: agent.run(history[0])  # noqa: E731
+        return await self._drive(
+            system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
+        )
+
+    def _digest(self) -> str:
+        submit = self.submit_tool.name if self.submit_tool is not None else ""
+        suspend = self.suspend_tool.definition.name if self.suspend_tool is not None else ""
+        return digest(
+            repr(self.options), self.response_type.__qualname__, submit, suspend, self.model.name
+        )
+
+    def _suspended(
+        self, result: RunResult[Any], rounds: int, budget: int, trace: ExecutionTrace
+    ) -> ExecutionSuspended:
+        state = result.turn.suspension
+        assert state is not None
+        prompt = state.pending_tool_calls[0].prompt if state.pending_tool_calls else ""
+        trace.suspended, trace.suspension_reason = True, prompt
+        suspension = Suspension(
+            state=state,
+            history=tuple(result.history),
+            round=rounds - 1,
+            remaining_rounds=max(budget - rounds, 0),
+            provider=self.model.provider,
+            model=self.model.name,
+            config_digest=self._digest(),
+            prompt=prompt,
+        )
+        return ExecutionSuspended(suspension, trace)
+
+    async def resume(
+        self,
+        suspension: Suspension,
+        answers: Mapping[str, str],
+        tools: Mapping[str, ExecutorTool[Any]] | None = None,
+    ) -> ResponseT:
+        """Continue a suspended execution with the person's ``answers`` (by call id).
+
+        Raises ``ConfigDriftError`` when this executor's provider, model or configuration is
+        not the suspended one's, and ``ExecutorConfigError`` for an answer to no pending call.
+        """
+        for what, mine, theirs in (
+            ("provider", self.model.provider, suspension.provider),
+            ("model", self.model.name, suspension.model),
+            ("configuration", self._digest(), suspension.config_digest),
+        ):
+            if mine != theirs:
+                raise ConfigDriftError(
+                    f"cannot resume: the {what} changed ({theirs!r} when suspended, now "
+                    f"{mine!r}); resume with the executor that suspended"
+                )
+        pending = set(suspension.pending_call_ids)
+        unknown = sorted(set(answers) - pending)
+        if unknown:
+            raise ExecutorConfigError(f"answers for calls that are not pending: {unknown}")
+        results = {cid: frame_answer(text) for cid, text in answers.items()}
+        trace = ExecutionTrace(agent_name=self.name, metadata={"resumed": True})
+        outcomes = Outcomes()
+        system = self.system_instructions.build() if self.system_instructions else ""
+        loop_tools = self._loop_tools(tools or {}, trace, outcomes)
+        control = self._control(tools or {}, outcomes)
+        history, state = list(suspension.history), suspension.state
+
+        def start(agent: Agent[str, None]) -> Awaitable[RunResult[str]]:
+            return agent.run(tool_results=results, history=history, suspension=state)
+
+        budget = min(suspension.remaining_rounds, self.options.max_rounds)
+        try:
+            response = await self._drive(
+                system, loop_tools, control, outcomes, trace, start, 0, budget
+            )
+        except BaseException as exc:
+            trace.finish(error=exc)
+            record_trace(self.response_type, trace)
+            raise
+        trace.finish(result=response.model_dump(mode="json"))
+        record_trace(self.response_type, trace)
+        return response
+
+    def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
         submit = self.submit_tool.name if self.submit_tool is not None else None
-        gate = o.force_submit_defer_until
-        control = Control(o, submit, gate is not None and gate in tools)
+        gate = self.options.force_submit_defer_until
+        control = Control(self.options, submit, gate is not None and gate in tools)
         outcomes.control = control
-        rounds, cutoffs, repairs = 0, 0, 0
-        pending: Message | None = None  # the next user message (redirect, repair, continue)
+        return control
+
+    async def _drive(
+        self,
+        system: str,
+        loop_tools: list[Tool],
+        control: Control,
+        outcomes: Outcomes,
+        trace: ExecutionTrace,
+        start: _Call,
+        rounds: int,
+        budget: int,
+    ) -> ResponseT:
+        """Run loop turns from ``start`` until a response is committed or parsed."""
+        o = self.options
+        cutoffs, repairs = 0, 0
+        history: list[Message] = []
+        call: _Call | None = start
         while True:
-            remaining = o.max_rounds - rounds
+            remaining = budget - rounds
             if remaining <= 0:
                 raise MaxRoundsExceeded(
                     f"agent exceeded maximum conversation rounds ({o.max_rounds})",
@@ -254,16 +399,11 @@ class Executor(Generic[RequestT, ResponseT]):
                 )
             control.base = rounds
             agent = self._agent(system, loop_tools, remaining, control)
-            if pending is None and not seeded and rounds == 0:
-                result = await agent.run(history[0])
-                history = []
-            elif pending is None:
-                result = await agent.run(history=history, continue_turn=True)
-            else:
-                result = await agent.run(pending, history=history)
+            assert call is not None
+            result = await call(agent)
             history = result.all_messages()
             rounds += record_rounds(trace, result, rounds, self.model)
-            pending = None
+            call = None
             if outcomes.abort is not None:
                 raise ExecutorError(
                     str(outcomes.abort), trace=trace, messages=history
@@ -271,15 +411,10 @@ class Executor(Generic[RequestT, ResponseT]):
             if outcomes.committed:
                 return cast(ResponseT, outcomes.commit)
             if result.status == "suspended":
-                raise ExecutorIncomplete(
-                    "the run suspended; executor suspension is not supported yet",
-                    reason="suspended",
-                    trace=trace,
-                    messages=history,
-                )
+                raise self._suspended(result, rounds, budget, trace)
             if result.status == "incomplete":
                 cutoffs = self._incomplete(result, cutoffs, trace, history)
-                pending = Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens))
+                call = _send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
             cutoffs = 0
             if result.stop_reason == "refusal":
@@ -289,7 +424,9 @@ class Executor(Generic[RequestT, ResponseT]):
                     messages=history,
                 )
             if self.submit_tool is not None:
-                pending = Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name))
+                call = _send(
+                    Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history
+                )
                 control.force_next()
                 continue
             response, problem = await self._parse(result, trace)
@@ -300,7 +437,7 @@ class Executor(Generic[RequestT, ResponseT]):
                 raise ResponseParseError(
                     f"failed to parse response: {problem}", trace=trace, messages=history
                 )
-            pending = Message.user(REPAIR_TEXT.format(reason=problem))
+            call = _send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
 
     def _agent(
         self, system: str, tools: list[Tool], remaining: int, control: Control

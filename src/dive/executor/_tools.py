@@ -21,7 +21,7 @@ from typing_extensions import TypeVar
 from dive.executor._errors import AbortExecution
 from dive.executor._trace import ExecutionTrace
 from dive.messages import JSONValue, ToolCall, ToolDefinition, ToolResult
-from dive.tools import FunctionTool, Tool, ToolContext, ToolOutput, ToolReturn
+from dive.tools import FunctionTool, Suspend, Tool, ToolContext, ToolOutput, ToolReturn
 
 __all__ = [
     "Commit",
@@ -56,7 +56,7 @@ class ExecutorToolContext(Generic[ResponseT]):
     reasoning: str | None = None
 
 
-HandlerOutput = Mapping[str, JSONValue] | ToolResult | Commit[Any] | None
+HandlerOutput = Mapping[str, JSONValue] | ToolResult | Commit[Any] | Suspend | None
 
 
 class ToolHandler(Protocol[ResponseT_co]):
@@ -190,6 +190,9 @@ class HandlerTool(Tool):
 
 def encode(out: Any, record: Any, outcomes: Outcomes) -> ToolOutput:
     """A handler's output as a loop tool output (and its effect on the trace)."""
+    if isinstance(out, Suspend):
+        record.result = {"suspended": out.prompt}
+        return out
     if isinstance(out, Commit):
         outcomes.set_commit(cast(Commit[Any], out).response)
         record.terminal = True
