@@ -506,3 +506,40 @@ async def test_submit_runs_after_the_other_calls_of_its_round(
     ex = _executor(model, result_validators=[seen])
     await ex.execute(Review(diff="x"), tools={"slow_note": ExecutorTool.from_function(slow_note)})
     assert order == ["note", "submit"]
+
+
+async def test_results_follow_model_order_and_the_first_commit_wins(
+    sim: anth.AnthropicSimulator, model: AnthropicModel
+) -> None:
+    import asyncio
+
+    async def wait(path: str, seconds: float) -> dict[str, str]:
+        """Wait, then answer."""
+        await asyncio.sleep(seconds)
+        return {"path": path}
+
+    sim.add(
+        anth.reply(
+            blocks=[
+                anth.tool_use_block("wait", {"reasoning": "r", "path": "slow", "seconds": 0.05}),
+                anth.tool_use_block("wait", {"reasoning": "r", "path": "fast", "seconds": 0.0}),
+            ]
+        ),
+        anth.reply(
+            blocks=[
+                anth.tool_use_block(
+                    "submit_result",
+                    {"reasoning": "r", "result": {"decision": "approve", "summary": "first"}},
+                ),
+                anth.tool_use_block(
+                    "submit_result",
+                    {"reasoning": "r", "result": {"decision": "approve", "summary": "second"}},
+                ),
+            ]
+        ),
+    )
+    tools = {"wait": ExecutorTool.from_function(wait)}
+    verdict = await _executor(model).execute(Review(diff="x"), tools=tools)
+    assert verdict.summary == "first"
+    results = _tool_results(sim.requests[1])
+    assert [json.loads(_result_text(r))["path"] for r in results] == ["slow", "fast"]
