@@ -204,3 +204,25 @@ async def test_temperature_is_dropped_where_the_model_rejects_sampling(
         await _ex(model).execute(NoBindings())
         await model.aclose()
         assert sim.requests[-1].get("temperature") == expect, name
+
+
+async def test_retries_exhausted_is_transient_with_a_requeue_hint(
+    sim: anth.AnthropicSimulator,
+) -> None:
+    from dive.executor import ProviderRetriesExhausted
+
+    for _ in range(3):
+        sim.add(anth.SimFault(status=529))
+    model = AnthropicModel(
+        "claude-sonnet-4-6",
+        base_url=sim.url,
+        api_key="test",
+        retry=RetryPolicy(max_retries=2, initial_backoff=0.001, max_backoff=0.01, jitter=0.0),
+    )
+    ex = _ex(model, options=ExecutorOptions(retry=RetryPolicy(max_retries=2)))
+    with pytest.raises(ProviderRetriesExhausted, match="failed after 2 retries") as info:
+        await ex.execute(NoBindings())
+    await model.aclose()
+    assert info.value.transient
+    assert info.value.requeue_after == 300.0
+    assert info.value.status == 529

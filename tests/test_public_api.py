@@ -391,6 +391,7 @@ EXPORTS: dict[str, list[str]] = {
         "HandlerOutput",
         "MaxRoundsExceeded",
         "Observer",
+        "ProviderRetriesExhausted",
         "ResponseParseError",
         "ResultValidationError",
         "ResultValidator",

@@ -15,6 +15,7 @@ from dive.executor._errors import (
     ExecutorIncomplete,
     ExecutorRefused,
     MaxRoundsExceeded,
+    ProviderRetriesExhausted,
     ResponseParseError,
     ResultValidationError,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "HandlerOutput",
     "MaxRoundsExceeded",
     "Observer",
+    "ProviderRetriesExhausted",
     "ResponseParseError",
     "ResultValidationError",
     "ResultValidator",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dive.errors import DiveError, UserError
+from dive.errors import DiveError, ProviderError, UserError
 
 if TYPE_CHECKING:
     from dive.executor._trace import ExecutionTrace
@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorIncomplete",
     "ExecutorRefused",
     "MaxRoundsExceeded",
+    "ProviderRetriesExhausted",
     "ResponseParseError",
     "ResultValidationError",
 ]
@@ -77,3 +78,24 @@ class AbortExecution(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ProviderRetriesExhausted(ProviderError):
+    """A model call kept failing with retryable errors until the retry policy gave up.
+
+    ``transient`` is True and ``requeue_after`` (seconds) suggests when a job queue should
+    try the whole execution again; the last error is the ``__cause__``.
+    """
+
+    transient = True
+    requeue_after = 300.0
+
+    def __init__(self, message: str, last: ProviderError) -> None:
+        super().__init__(
+            message,
+            provider=last.provider,
+            status=last.status,
+            request_id=last.request_id,
+            retry_after=last.retry_after,
+            error_type=last.error_type,
+        )

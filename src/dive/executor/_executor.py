@@ -27,6 +27,7 @@ from dive.executor._errors import (
     ExecutorIncomplete,
     ExecutorRefused,
     MaxRoundsExceeded,
+    ProviderRetriesExhausted,
     ResponseParseError,
 )
 from dive.executor._options import ExecutorOptions
@@ -471,8 +472,14 @@ class Executor(Generic[RequestT, ResponseT]):
                 trace=trace,
                 messages=history,
             )
-        if reason == "provider_error" and isinstance(result.error, ProviderError):
-            raise result.error
+        error = result.error
+        if reason == "provider_error" and isinstance(error, ProviderError):
+            if error.retryable:
+                n = self.options.retry.max_retries
+                raise ProviderRetriesExhausted(
+                    f"model call failed after {n} retries: {error}", error
+                ) from error
+            raise error
         if reason in ("output_limit", "context_limit", "pause", "provider_stopped"):
             raise ExecutorIncomplete(
                 f"the model stopped ({reason}) and the executor cannot continue",
