@@ -226,3 +226,15 @@ async def test_retries_exhausted_is_transient_with_a_requeue_hint(
     assert info.value.transient
     assert info.value.requeue_after == 300.0
     assert info.value.status == 529
+
+
+async def test_an_interrupted_stream_is_continued_once(sim: anth.AnthropicSimulator) -> None:
+    long = anth.text("x" * 400)
+    sim.add(anth.SimCut(after_events=4, reply=long), _submit(ok=True))
+    model = _model(sim)
+    assert (await _ex(model).execute(NoBindings())).ok
+    sim.add(anth.SimCut(after_events=4, reply=long), anth.SimCut(after_events=4, reply=long))
+    with pytest.raises(ExecutorIncomplete) as info:
+        await _ex(model).execute(NoBindings())
+    await model.aclose()
+    assert info.value.reason == "stream_interrupted"

@@ -79,6 +79,16 @@ def _send(message: Message, history: list[Message]) -> _Call:
     return lambda agent: agent.run(message, history=history)
 
 
+def _send_first(message: Message) -> _Call:
+    """The first loop turn: the rendered prompt as the input."""
+    return lambda agent: agent.run(message)
+
+
+def _continue(history: list[Message]) -> _Call:
+    """The next loop turn: the model on ``history`` as it stands."""
+    return lambda agent: agent.run(history=history, continue_turn=True)
+
+
 class Executor(Generic[RequestT, ResponseT]):
     """Turns a ``Bindable`` request into a validated ``response_type`` through a conversation.
 
@@ -284,10 +294,7 @@ class Executor(Generic[RequestT, ResponseT]):
         if outcomes.committed:
             return cast(ResponseT, outcomes.commit)
         control = self._control(tools, outcomes)
-        if seeded:
-            start: _Call = lambda agent: agent.run(history=history, continue_turn=True)  # noqa: E731
-        else:
-            start = lambda agent: agent.run(history[0])  # noqa: E731
+        start = _continue(history) if seeded else _send_first(history[0])
         return await self._drive(
             system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
         )
@@ -387,7 +394,7 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         """Run loop turns from ``start`` until a response is committed or parsed."""
         o = self.options
-        cutoffs, repairs = 0, 0
+        cutoffs, repairs, interrupted = 0, 0, False
         history: list[Message] = []
         call: _Call | None = start
         while True:
@@ -405,6 +412,8 @@ class Executor(Generic[RequestT, ResponseT]):
             history = result.all_messages()
             rounds += record_rounds(trace, result, rounds, self.model)
             call = None
+            if result.status != "incomplete":
+                interrupted = False
             if outcomes.abort is not None:
                 raise ExecutorError(
                     str(outcomes.abort), trace=trace, messages=history
@@ -414,6 +423,18 @@ class Executor(Generic[RequestT, ResponseT]):
             if result.status == "suspended":
                 raise self._suspended(result, rounds, budget, trace)
             if result.status == "incomplete":
+                reason = result.outcome.reason if result.outcome is not None else ""
+                if reason == "stream_interrupted" and not interrupted:
+                    interrupted = True  # once: nothing re-runs, the model sees the history
+                    call = _continue(history)
+                    continue
+                if reason == "stream_interrupted":
+                    raise ExecutorIncomplete(
+                        f"the response stream was interrupted twice in a row: {result.error}",
+                        reason="stream_interrupted",
+                        trace=trace,
+                        messages=history,
+                    )
                 cutoffs = self._incomplete(result, cutoffs, trace, history)
                 call = _send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
