@@ -238,3 +238,41 @@ async def test_an_interrupted_stream_is_continued_once(sim: anth.AnthropicSimula
         await _ex(model).execute(NoBindings())
     await model.aclose()
     assert info.value.reason == "stream_interrupted"
+
+
+async def test_payloads_are_captured_only_when_asked(
+    sim: anth.AnthropicSimulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K_SERVICE", "reviewer")
+    monkeypatch.delenv("OTEL_SERVICE_NAME", raising=False)
+    reply = anth.reply(
+        blocks=[
+            anth.thinking_block("let me think"),
+            anth.tool_use_block("submit_result", {"reasoning": "r", "result": {"ok": True}}),
+        ]
+    )
+    sim.add(reply, reply)
+    traces: list[ExecutionTrace] = []
+
+    def keep(a: Answer, ctx: SubmissionContext) -> list[Finding]:
+        traces.append(ctx.trace)
+        return []
+
+    model = _model(sim)
+    for capture in (False, True):
+        options = ExecutorOptions(
+            thinking_budget=2048, capture_payloads=capture, resource_labels={"team": "infra"}
+        )
+        await _ex(model, options=options, result_validators=[keep]).execute(NoBindings())
+    await model.aclose()
+    plain, captured = traces
+    assert plain.reasoning == []
+    assert plain.rounds[0].response is None
+    assert captured.reasoning == [{"round": 0, "thinking": "let me think"}]
+    assert captured.rounds[0].response is not None
+    assert captured.metadata["provider_label"] == "anthropic"
+    assert captured.metadata["resource_labels"] == {
+        "service_name": "reviewer",
+        "product": "unknown",
+        "team": "infra",
+    }

@@ -30,7 +30,7 @@ from dive.executor._errors import (
     ProviderRetriesExhausted,
     ResponseParseError,
 )
-from dive.executor._options import ExecutorOptions
+from dive.executor._options import ExecutorOptions, resource_labels
 from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
 from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
@@ -175,6 +175,7 @@ class Executor(Generic[RequestT, ResponseT]):
         trace = ExecutionTrace(
             input_prompt=prompt_text if not suffix else f"{prompt_text}\n\n{suffix}",
             agent_name=self.name,
+            metadata=self._metadata(),
         )
         outcomes = Outcomes()
         try:
@@ -299,6 +300,21 @@ class Executor(Generic[RequestT, ResponseT]):
             system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
         )
 
+    def _metadata(self) -> dict[str, Any]:
+        """Telemetry labels of this executor's traces."""
+        out: dict[str, Any] = {"provider_label": self.provider_label}
+        labels = resource_labels(self.options.resource_labels)
+        if labels is not None:
+            out["resource_labels"] = labels
+        return out
+
+    @property
+    def provider_label(self) -> str:
+        """``options.provider_label``, else derived from the model's provider."""
+        if self.options.provider_label is not None:
+            return self.options.provider_label
+        return {"google": "gcp.vertex_ai"}.get(self.model.provider, self.model.provider)
+
     def _digest(self) -> str:
         submit = self.submit_tool.name if self.submit_tool is not None else ""
         suspend = self.suspend_tool.definition.name if self.suspend_tool is not None else ""
@@ -351,7 +367,7 @@ class Executor(Generic[RequestT, ResponseT]):
         if unknown:
             raise ExecutorConfigError(f"answers for calls that are not pending: {unknown}")
         results = {cid: frame_answer(text) for cid, text in answers.items()}
-        trace = ExecutionTrace(agent_name=self.name, metadata={"resumed": True})
+        trace = ExecutionTrace(agent_name=self.name, metadata={**self._metadata(), "resumed": True})
         outcomes = Outcomes()
         system = self.system_instructions.build() if self.system_instructions else ""
         loop_tools = self._loop_tools(tools or {}, trace, outcomes)
@@ -410,7 +426,7 @@ class Executor(Generic[RequestT, ResponseT]):
             assert call is not None
             result = await call(agent)
             history = result.all_messages()
-            rounds += record_rounds(trace, result, rounds, self.model)
+            rounds += record_rounds(trace, result, rounds, self.model, capture=o.capture_payloads)
             call = None
             if result.status != "incomplete":
                 interrupted = False

@@ -6,6 +6,7 @@ never matters); checks that depend on the model run in ``Executor``'s constructo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -105,4 +106,23 @@ def _problems(o: ExecutorOptions) -> list[str]:
         out.append(f"cache ttl must be '5m' or '1h', got {o.cache_ttl!r}")
     if o.provider_label is not None and o.provider_label not in PROVIDER_LABELS:
         out.append(f"unknown provider label {o.provider_label!r}")
+    return out
+
+
+def resource_labels(given: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The telemetry labels: None when not asked for; else the defaults, then ``given``.
+
+    Defaults: ``service_name`` from ``OTEL_SERVICE_NAME``, ``K_SERVICE`` or ``CLOUD_RUN_JOB``,
+    ``product`` from ``DIVE_PRODUCT``, ``team`` from ``DIVE_TEAM`` (each ``"unknown"`` unset).
+    """
+    if given is None:
+        return None
+    env = os.environ
+    service = env.get("OTEL_SERVICE_NAME") or env.get("K_SERVICE") or env.get("CLOUD_RUN_JOB")
+    out = {
+        "service_name": service or "unknown",
+        "product": env.get("DIVE_PRODUCT") or "unknown",
+        "team": env.get("DIVE_TEAM") or "unknown",
+    }
+    out.update(given)
     return out

@@ -8,12 +8,19 @@ from dive.agent import MessageEvent, RunResult
 from dive.executor._trace import ExecutionTrace, TracedRound
 from dive.llm import Model
 from dive.messages import RedactedThinkingBlock, ThinkingBlock
+from dive.messages.codec import to_jsonable
 
 __all__ = ["record_rounds"]
 
 
-def record_rounds(trace: ExecutionTrace, result: RunResult[Any], base: int, model: Model) -> int:
-    """Add a round per assistant message of ``result``; returns how many model calls it made."""
+def record_rounds(
+    trace: ExecutionTrace, result: RunResult[Any], base: int, model: Model, *, capture: bool
+) -> int:
+    """Add a round per assistant message of ``result``; returns how many model calls it made.
+
+    With ``capture`` (``capture_payloads``) each round keeps the response's content and the
+    trace keeps the reasoning text; redacted reasoning is always noted.
+    """
     index = base
     for event in result.items:
         if not isinstance(event, MessageEvent) or event.message.role != "assistant":
@@ -31,12 +38,13 @@ def record_rounds(trace: ExecutionTrace, result: RunResult[Any], base: int, mode
                 cache_creation_tokens=usage.cache_creation_input_tokens if usage else 0,
                 reasoning_tokens=usage.reasoning_tokens if usage else None,
                 cost=usage.cost if usage else None,
+                response=to_jsonable(event.message.content) if capture else None,
             )
         )
         for block in event.message.content:
             if isinstance(block, RedactedThinkingBlock):
                 trace.add_reasoning(index, None, redacted=True)
-            elif isinstance(block, ThinkingBlock):
+            elif isinstance(block, ThinkingBlock) and capture:
                 trace.add_reasoning(index, block.thinking)
         index += 1
     if trace.rounds and result.stop_reason is not None:

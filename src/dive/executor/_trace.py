@@ -60,8 +60,10 @@ class TracedRound(BaseModel):
     cost: float | None = None
     start_time: datetime = Field(default_factory=_now)
     end_time: datetime | None = None
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=lambda: list[str]())
     failed: bool = False
+    response: Any = None
+    """The response's content blocks (with ``capture_payloads``)."""
 
 
 class ExecutionTrace(BaseModel):
