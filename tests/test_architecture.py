@@ -37,6 +37,7 @@ ALLOWED: dict[str, set[str]] = {
         "providers",
     },
     "prompts": {"errors"},
+    "otel": {"errors", "messages", "llm", "tracing", "redaction"},
     "executor": {
         "errors",
         "messages",

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
-    "name", ["typed_output.py", "history_json.py", "review_bot.py", "eval_report.py"]
+    "name",
+    ["typed_output.py", "history_json.py", "review_bot.py", "eval_report.py", "otel_console.py"],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline

@@ -415,6 +415,7 @@ EXPORTS: dict[str, list[str]] = {
         "tool_error",
         "use_tracer",
     ],
+    "dive.otel": ["OTelTracer"],
     "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model"],
     "dive.providers.anthropic": [
         "AnthropicModel",

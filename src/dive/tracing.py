@@ -3,7 +3,7 @@
 ``start_agent_run``, ``start_chat`` and ``start_tool_call`` return spans; each span's ``end``
 is called exactly once (``error`` set when the step failed; a tool ``is_error`` result is a
 success). ``NopTracer`` is the default; ``MultiTracer`` fans out. The OpenTelemetry adapter is
-an optional extra; the core imports without it.
+``dive.otel.OTelTracer`` (extra ``otel``); the core imports without it.
 """
 
 from __future__ import annotations

@@ -25,8 +25,15 @@ NUDGE_TEXT = (
 class Control:
     """The forcing state of one execute; changed by the executor, the tools and the hook."""
 
-    def __init__(self, options: ExecutorOptions, submit: str | None, gate_known: bool) -> None:
+    def __init__(
+        self,
+        options: ExecutorOptions,
+        submit: str | None,
+        gate_known: bool,
+        interventions: list[str] | None = None,
+    ) -> None:
         self._options = options
+        self._interventions = interventions if interventions is not None else []
         self._submit = submit
         self._thinking = options.thinking_budget is not None
         gate = options.force_submit_defer_until
@@ -70,6 +77,7 @@ class Control:
         n = self._options.max_tool_calls_before_finalize
         if after_tools and n > 0 and not self._nudged and self._live_calls >= n and self._submit:
             self._nudged = True
+            self._interventions.append("finalize_nudge")
             ctx.messages = [*ctx.messages, Message.user(NUDGE_TEXT.format(name=self._submit))]
             force = True
         if force and self._submit is not None and not self._thinking:

@@ -11,6 +11,7 @@ after an output-limit cut-off; every model call counts against ``max_rounds``.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, cast
@@ -30,6 +31,7 @@ from dive.executor._errors import (
     ProviderRetriesExhausted,
     ResponseParseError,
 )
+from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
 from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
@@ -50,8 +52,11 @@ from dive.llm import Model, ModelSettings
 from dive.messages import CacheControl, Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
 from dive.tools import Tool
+from dive.tracing import Tracer
 
 __all__ = ["Executor"]
+
+log = logging.getLogger("dive.executor")
 
 RequestT = TypeVar("RequestT", bound=Bindable, default=Bindable)
 ResponseT = TypeVar("ResponseT", bound=BaseModel, default=BaseModel)
@@ -77,6 +82,19 @@ _Call = Callable[[Agent[str, None]], Awaitable[RunResult[str]]]
 def _send(message: Message, history: list[Message]) -> _Call:
     """The next loop turn: ``message`` after ``history``."""
     return lambda agent: agent.run(message, history=history)
+
+
+def _outcome_of(exc: BaseException) -> str:
+    """The ``dive.executor.outcome`` of an execution that raised ``exc``."""
+    if isinstance(exc, ExecutionSuspended):
+        return "suspended"
+    if isinstance(exc, MaxRoundsExceeded):
+        return "round_limit"
+    if isinstance(exc, ExecutorRefused):
+        return "refused"
+    if isinstance(exc, ExecutorIncomplete):
+        return "incomplete"
+    return "error"
 
 
 def _send_first(message: Message) -> _Call:
@@ -106,6 +124,7 @@ class Executor(Generic[RequestT, ResponseT]):
         suspend_tool: a tool whose handler returns ``dive.tools.Suspend(prompt)`` to wait
             for a person; ``execute`` then raises ``ExecutionSuspended``.
         name: the agent name in traces.
+        tracer: receives the loop's spans (e.g. ``dive.otel.OTelTracer()``).
     """
 
     def __init__(
@@ -121,6 +140,7 @@ class Executor(Generic[RequestT, ResponseT]):
         user_prompt_suffix: Prompt | None = None,
         suspend_tool: ExecutorTool[Any] | None = None,
         name: str | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.options = options or ExecutorOptions()
         if not (isinstance(response_type, type) and issubclass(response_type, BaseModel)):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -145,6 +165,7 @@ class Executor(Generic[RequestT, ResponseT]):
         self.user_prompt_suffix = user_prompt_suffix
         self.suspend_tool = suspend_tool
         self.name = name
+        self.tracer = tracer
         if (
             suspend_tool is not None
             and submit_tool is not None
@@ -178,19 +199,38 @@ class Executor(Generic[RequestT, ResponseT]):
             metadata=self._metadata(),
         )
         outcomes = Outcomes()
+        run = self._run(prompt_text, suffix, system, tools or {}, seed_tool_calls, trace, outcomes)
+        return await self._finishing(run, trace, outcomes)
+
+    async def _finishing(
+        self, run: Awaitable[ResponseT], trace: ExecutionTrace, outcomes: Outcomes
+    ) -> ResponseT:
+        """Await ``run``; on every exit complete the trace, hand it over, record metrics."""
         try:
-            response = await self._run(
-                prompt_text, suffix, system, tools or {}, seed_tool_calls, trace, outcomes
-            )
+            response = await run
         except BaseException as exc:
             trace.finish(error=exc)
             if isinstance(exc, ExecutorError) and exc.trace is None:
                 exc.trace = trace
-            record_trace(self.response_type, trace)
+            self._report(trace, outcomes, _outcome_of(exc))
             raise
         trace.finish(result=response.model_dump(mode="json"))
-        record_trace(self.response_type, trace)
+        self._report(trace, outcomes, "committed" if outcomes.committed else "parsed")
         return response
+
+    def _report(self, trace: ExecutionTrace, outcomes: Outcomes, outcome: str) -> None:
+        record_trace(self.response_type, trace)
+        base = {
+            "gen_ai.provider.name": self.provider_label,
+            "gen_ai.request.model": self.model.name,
+        }
+        if self.name:
+            base["gen_ai.agent.name"] = self.name
+        base.update(resource_labels(self.options.resource_labels) or {})
+        try:
+            record_metrics(trace, outcome, outcomes.interventions, base)
+        except Exception:  # telemetry never breaks a run
+            log.exception("recording executor metrics failed")
 
     def execute_sync(
         self,
@@ -378,22 +418,15 @@ class Executor(Generic[RequestT, ResponseT]):
             return agent.run(tool_results=results, history=history, suspension=state)
 
         budget = min(suspension.remaining_rounds, self.options.max_rounds)
-        try:
-            response = await self._drive(
-                system, loop_tools, control, outcomes, trace, start, 0, budget
-            )
-        except BaseException as exc:
-            trace.finish(error=exc)
-            record_trace(self.response_type, trace)
-            raise
-        trace.finish(result=response.model_dump(mode="json"))
-        record_trace(self.response_type, trace)
-        return response
+        run = self._drive(system, loop_tools, control, outcomes, trace, start, 0, budget)
+        return await self._finishing(run, trace, outcomes)
 
     def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
         submit = self.submit_tool.name if self.submit_tool is not None else None
         gate = self.options.force_submit_defer_until
-        control = Control(self.options, submit, gate is not None and gate in tools)
+        control = Control(
+            self.options, submit, gate is not None and gate in tools, outcomes.interventions
+        )
         outcomes.control = control
         return control
 
@@ -452,6 +485,7 @@ class Executor(Generic[RequestT, ResponseT]):
                         messages=history,
                     )
                 cutoffs = self._incomplete(result, cutoffs, trace, history)
+                outcomes.interventions.append("output_limit_continue")
                 call = _send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
             cutoffs = 0
@@ -466,6 +500,7 @@ class Executor(Generic[RequestT, ResponseT]):
                     Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history
                 )
                 control.force_next()
+                outcomes.interventions.append("submit_redirect")
                 continue
             response, problem = await self._parse(result, trace)
             if response is not None:
@@ -475,6 +510,7 @@ class Executor(Generic[RequestT, ResponseT]):
                 raise ResponseParseError(
                     f"failed to parse response: {problem}", trace=trace, messages=history
                 )
+            outcomes.interventions.append("parse_repair")
             call = _send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
 
     def _agent(
@@ -493,6 +529,7 @@ class Executor(Generic[RequestT, ResponseT]):
             max_tool_concurrency=self.options.tool_call_concurrency,
             prime_reminders=False,
             hooks=Hooks(pre_iteration=[control.before_call]),
+            tracer=self.tracer,
         )
 
     def _incomplete(

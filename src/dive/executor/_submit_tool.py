@@ -89,6 +89,7 @@ class SubmitLoopTool(Tool):
                 )
                 data = {"error": text, "findings": [f.to_json() for f in findings]}
                 record.error, record.recoverable = json.dumps(data), True
+                self._outcomes.interventions.append("submit_rejected")
                 return ToolReturn(content=data, is_error=True)
             self._outcomes.set_commit(response)
             record.terminal = True

@@ -135,6 +135,7 @@ class Outcomes:
         self.committed = False
         self.abort: BaseException | None = None
         self.control: Any = None  # the execute's Control (round number, calls seen)
+        self.interventions: list[str] = []  # for the interventions metric
 
     @property
     def round(self) -> int:

@@ -1,0 +1,231 @@
+"""``OTelTracer``: dive's tracer protocol on OpenTelemetry, GenAI semantic conventions.
+
+Spans: ``invoke_agent {agent}`` for a run, ``chat {model}`` and ``execute_tool {tool}`` nested
+under it (parallel tool calls included: their tasks inherit the run's context). Attributes
+are the convention's ``gen_ai.*`` names; dive's own are under ``dive.*`` (turn id, status,
+outcome reason, next step, cost). An incomplete turn's span has status error with the
+reason. Message content is never recorded (no prompts, arguments or results), so API keys
+and secrets in them cannot leak into telemetry; error texts go through dive's redaction.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from dive.llm import ModelResponse, Usage
+from dive.messages import ToolResult
+from dive.otel._metrics import Instruments
+from dive.redaction import redact
+from dive.tracing import (
+    AgentRunInfo,
+    AgentRunSpan,
+    ChatInfo,
+    ChatSpan,
+    ToolCallInfo,
+    ToolSpan,
+)
+
+__all__ = ["OTelTracer"]
+
+_RUN: contextvars.ContextVar[Span | None] = contextvars.ContextVar("dive_otel_run", default=None)
+
+
+def _usage_attributes(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": usage.input_tokens
+        + usage.cache_read_input_tokens
+        + usage.cache_creation_input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_creation_input_tokens,
+    }
+    if usage.reasoning_tokens is not None:
+        out["gen_ai.usage.reasoning.output_tokens"] = usage.reasoning_tokens
+    if usage.cost is not None:
+        out["dive.cost"] = usage.cost
+    return out
+
+
+def _fail(span: Span, error: BaseException) -> None:
+    span.set_attribute("error.type", type(error).__name__)
+    span.set_status(Status(StatusCode.ERROR, redact(str(error))[:1000]))
+
+
+class _RunSpan:
+    def __init__(
+        self, span: Span, token: contextvars.Token[Span | None], inst: Instruments
+    ) -> None:
+        self._span, self._token, self._inst = span, token, inst
+        self._status = "unknown"
+        self._reason: str | None = None
+        self._attrs: dict[str, Any] = {}
+
+    def set_response(self, status: str, reason: str | None, next_step: str | None) -> None:
+        self._status, self._reason = status, reason
+        self._span.set_attribute("dive.turn.status", status)
+        if reason is not None:
+            self._span.set_attribute("dive.outcome.reason", reason)
+        if next_step is not None:
+            self._span.set_attribute("dive.outcome.next", next_step)
+        if status == "incomplete":
+            self._span.set_status(Status(StatusCode.ERROR, f"incomplete: {reason}"))
+
+    def set_usage(self, usage: Usage) -> None:
+        self._span.set_attributes(_usage_attributes(usage))
+        if usage.cost is not None:
+            self._inst.cost.add(usage.cost, self._inst.base)
+
+    def end(self, error: BaseException | None = None) -> None:
+        if error is not None:
+            _fail(self._span, error)
+        attrs = {**self._inst.base, "dive.turn.status": self._status}
+        if self._reason is not None:
+            attrs["dive.outcome.reason"] = self._reason
+        self._inst.turns.add(1, attrs)
+        self._span.end()
+        try:
+            _RUN.reset(self._token)
+        except ValueError:  # ended in another context: nothing to restore there
+            pass
+
+
+class _ChatSpan:
+    def __init__(self, span: Span, model: str, provider: str, inst: Instruments) -> None:
+        self._span, self._inst = span, inst
+        self._start = time.monotonic()
+        self._attrs = {
+            **inst.base,
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+        }
+
+    def set_response(self, response: ModelResponse) -> None:
+        span = self._span
+        if response.id:
+            span.set_attribute("gen_ai.response.id", response.id)
+        if response.model:
+            span.set_attribute("gen_ai.response.model", response.model)
+            self._attrs["gen_ai.response.model"] = response.model
+        if response.stop_reason:
+            span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
+        span.set_attributes(_usage_attributes(response.usage))
+        u = response.usage
+        total_in = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+        self._inst.tokens.record(total_in, {**self._attrs, "gen_ai.token.type": "input"})
+        self._inst.tokens.record(u.output_tokens, {**self._attrs, "gen_ai.token.type": "output"})
+
+    def set_time_to_first_chunk(self, seconds: float) -> None:
+        self._span.set_attribute("dive.time_to_first_chunk", seconds)
+        self._inst.first_chunk.record(seconds, self._attrs)
+
+    def end(self, error: BaseException | None = None) -> None:
+        attrs = dict(self._attrs)
+        if error is not None:
+            _fail(self._span, error)
+            attrs["error.type"] = type(error).__name__
+        self._inst.duration.record(time.monotonic() - self._start, attrs)
+        self._span.end()
+
+
+class _ToolSpan:
+    def __init__(self, span: Span, name: str, inst: Instruments) -> None:
+        self._span, self._inst, self._name = span, inst, name
+        self._start = time.monotonic()
+        self._outcome = "success"
+
+    def set_result(self, result: ToolResult) -> None:
+        if result.is_error:
+            self._outcome = "error"
+            self._span.set_attribute("dive.tool.is_error", True)
+
+    def end(self, error: BaseException | None = None) -> None:
+        if error is not None:
+            _fail(self._span, error)
+            self._outcome = "exception"
+        attrs = {
+            **self._inst.base,
+            "gen_ai.tool.name": self._name,
+            "dive.tool.outcome": self._outcome,
+        }
+        self._inst.tool_calls.add(1, attrs)
+        self._inst.tool_duration.record(time.monotonic() - self._start, attrs)
+        self._span.end()
+
+
+class OTelTracer:
+    """Send dive's spans and metrics to OpenTelemetry.
+
+    Args:
+        tracer_provider: where spans go (default: the global provider).
+        meter_provider: where metrics go (default: the global provider).
+    """
+
+    def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+        self._tracer = trace.get_tracer("dive", tracer_provider=tracer_provider)
+        self._inst = Instruments(meter_provider)
+
+    def _parent(self) -> Any:
+        run = _RUN.get()
+        return trace.set_span_in_context(run) if run is not None else None
+
+    def start_agent_run(self, info: AgentRunInfo) -> AgentRunSpan:
+        name = info.agent_name or info.model
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": info.provider,
+            "gen_ai.request.model": info.model,
+            "dive.turn.id": info.turn_id,
+        }
+        if info.agent_name:
+            attrs["gen_ai.agent.name"] = info.agent_name
+        if info.agent_id:
+            attrs["gen_ai.agent.id"] = info.agent_id
+        if info.session_id:
+            attrs["gen_ai.conversation.id"] = info.session_id
+        span = self._tracer.start_span(
+            f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attrs
+        )
+        token = _RUN.set(span)
+        return _RunSpan(span, token, self._inst)
+
+    def start_chat(self, info: ChatInfo) -> ChatSpan:
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": info.provider,
+            "gen_ai.request.model": info.model,
+            "dive.streaming": info.streaming,
+        }
+        s = info.settings
+        if s.max_tokens is not None:
+            attrs["gen_ai.request.max_tokens"] = s.max_tokens
+        if s.temperature is not None:
+            attrs["gen_ai.request.temperature"] = s.temperature
+        span = self._tracer.start_span(
+            f"chat {info.model}", context=self._parent(), kind=SpanKind.CLIENT, attributes=attrs
+        )
+        return _ChatSpan(span, info.model, info.provider, self._inst)
+
+    def start_tool_call(self, info: ToolCallInfo) -> ToolSpan:
+        call = info.call
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "dive.tool.origin": info.origin,
+        }
+        if info.effect:
+            attrs["dive.tool.effect"] = info.effect
+        span = self._tracer.start_span(
+            f"execute_tool {call.name}",
+            context=self._parent(),
+            kind=SpanKind.INTERNAL,
+            attributes=attrs,
+        )
+        return _ToolSpan(span, call.name, self._inst)
