@@ -276,6 +276,7 @@ EXPORTS: dict[str, list[str]] = {
     "dive.tools": [
         "Background",
         "FunctionTool",
+        "NoTitlesSchema",
         "Suspend",
         "SuspendReason",
         "Tool",

@@ -31,12 +31,12 @@ from dataclasses import dataclass, is_dataclass
 from typing import Any, Literal, cast
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from typing_extensions import is_typeddict
 
 from dive.agent._context import RunContext
 from dive.agent._structured import OutputTool
 from dive.errors import DiveError, UserError
+from dive.tools import NoTitlesSchema
 
 __all__ = [
     "ModelRetry",
@@ -64,16 +64,6 @@ class ModelRetry(DiveError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-class _NoTitles(GenerateJsonSchema):
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-    def generate(self, schema: Any, mode: Any = "validation") -> JsonSchemaValue:
-        out = super().generate(schema, mode=mode)
-        out.pop("title", None)
-        return out
 
 
 def _is_object_type(tp: object) -> bool:
@@ -130,7 +120,7 @@ class _Unwrapped(Exception):
 def _target(tp: Any, name: str) -> _Target:
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(tp)
-        schema = adapter.json_schema(schema_generator=_NoTitles)
+        schema = adapter.json_schema(schema_generator=NoTitlesSchema)
     except Exception as exc:
         raise UserError(
             f"output_type {tp!r} cannot be used: pydantic cannot build a schema for it ({exc})"

@@ -84,6 +84,23 @@ def _send(message: Message, history: list[Message]) -> _Call:
     return lambda agent: agent.run(message, history=history)
 
 
+def _settled(outcomes: Outcomes, trace: ExecutionTrace, history: list[Message]) -> bool:
+    """True when a handler committed; raise when one aborted."""
+    if outcomes.abort is not None:
+        raise ExecutorError(str(outcomes.abort), trace=trace, messages=history) from outcomes.abort
+    return outcomes.committed
+
+
+def _build(prompt: Prompt | None, what: str) -> str:
+    """``prompt.build()`` ("" for None); a failure is an ``ExecutorError`` saying ``what``."""
+    if prompt is None:
+        return ""
+    try:
+        return prompt.build()
+    except Exception as exc:
+        raise ExecutorError(f"{what}: {exc}") from exc
+
+
 def _outcome_of(exc: BaseException) -> str:
     """The ``dive.executor.outcome`` of an execution that raised ``exc``."""
     if isinstance(exc, ExecutionSuspended):
@@ -246,22 +263,9 @@ class Executor(Generic[RequestT, ResponseT]):
             bound = request.bind(self.prompt)
         except Exception as exc:
             raise ExecutorError(f"failed to bind request to prompt: {exc}") from exc
-        try:
-            text = bound.build()
-        except Exception as exc:
-            raise ExecutorError(f"failed to build prompt: {exc}") from exc
-        suffix = ""
-        if self.user_prompt_suffix is not None:
-            try:
-                suffix = self.user_prompt_suffix.build()
-            except Exception as exc:
-                raise ExecutorError(f"failed to build user prompt suffix: {exc}") from exc
-        system = ""
-        if self.system_instructions is not None:
-            try:
-                system = self.system_instructions.build()
-            except Exception as exc:
-                raise ExecutorError(f"building system prompt: {exc}") from exc
+        text = _build(bound, "failed to build prompt")
+        suffix = _build(self.user_prompt_suffix, "failed to build user prompt suffix")
+        system = _build(self.system_instructions, "building system prompt")
         return text, suffix, system
 
     def _loop_tools(
@@ -328,11 +332,7 @@ class Executor(Generic[RequestT, ResponseT]):
         blocks = [first] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
         seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
-        if outcomes.abort is not None:
-            raise ExecutorError(
-                str(outcomes.abort), trace=trace, messages=history
-            ) from outcomes.abort
-        if outcomes.committed:
+        if _settled(outcomes, trace, history):
             return cast(ResponseT, outcomes.commit)
         control = self._control(tools, outcomes)
         start = _continue(history) if seeded else _send_first(history[0])
@@ -409,7 +409,7 @@ class Executor(Generic[RequestT, ResponseT]):
         results = {cid: frame_answer(text) for cid, text in answers.items()}
         trace = ExecutionTrace(agent_name=self.name, metadata={**self._metadata(), "resumed": True})
         outcomes = Outcomes()
-        system = self.system_instructions.build() if self.system_instructions else ""
+        system = _build(self.system_instructions, "building system prompt")
         loop_tools = self._loop_tools(tools or {}, trace, outcomes)
         control = self._control(tools or {}, outcomes)
         history, state = list(suspension.history), suspension.state
@@ -463,11 +463,7 @@ class Executor(Generic[RequestT, ResponseT]):
             call = None
             if result.status != "incomplete":
                 interrupted = False
-            if outcomes.abort is not None:
-                raise ExecutorError(
-                    str(outcomes.abort), trace=trace, messages=history
-                ) from outcomes.abort
-            if outcomes.committed:
+            if _settled(outcomes, trace, history):
                 return cast(ResponseT, outcomes.commit)
             if result.status == "suspended":
                 raise self._suspended(result, rounds, budget, trace)

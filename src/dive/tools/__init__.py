@@ -4,6 +4,7 @@ from dive.tools._context import ToolContext
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 from dive.tools._function import (
     FunctionTool,
+    NoTitlesSchema,
     build_definition,
     format_validation_error,
     schema_of,
@@ -26,6 +27,7 @@ from dive.tools._typed import TypedTool
 __all__ = [
     "Background",
     "FunctionTool",
+    "NoTitlesSchema",
     "Suspend",
     "SuspendReason",
     "Tool",

@@ -31,7 +31,14 @@ from dive.tools._context import ToolContext
 from dive.tools._docstring import parse_docstring
 from dive.tools._tool import Tool, ToolAnnotations, ToolCallPreview, ToolOutput
 
-__all__ = ["FunctionTool", "build_definition", "format_validation_error", "schema_of", "tool"]
+__all__ = [
+    "FunctionTool",
+    "NoTitlesSchema",
+    "build_definition",
+    "format_validation_error",
+    "schema_of",
+    "tool",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,7 +46,9 @@ Preview = Callable[[Mapping[str, Any]], ToolCallPreview | None]
 """Computes a call's preview from its arguments (None: no preview)."""
 
 
-class _NoTitles(GenerateJsonSchema):
+class NoTitlesSchema(GenerateJsonSchema):
+    """pydantic's JSON schema without the auto-generated titles (tool and output schemas)."""
+
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
@@ -51,7 +60,7 @@ class _NoTitles(GenerateJsonSchema):
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema pydantic generates for ``model``, without auto titles."""
-    schema = model.model_json_schema(schema_generator=_NoTitles)
+    schema = model.model_json_schema(schema_generator=NoTitlesSchema)
     schema.setdefault("properties", {})
     return schema
 
