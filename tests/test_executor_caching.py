@@ -7,7 +7,7 @@ is the provider layer's price for each round's usage buckets.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel
 
@@ -135,3 +135,57 @@ async def test_executions_differing_only_in_the_suffix_share_the_prompt_cache() 
         assert first[1]["text"] == "Focus on security."
     assert usages[0] == 0
     assert usages[1] > 18_000  # the second execution read the prompt block from the cache
+
+
+def _markers(body: Any) -> list[tuple[str, int, int]]:
+    """Where the request's cache breakpoints are: (part, message index, block index)."""
+    out: list[tuple[str, int, int]] = []
+    for i, t in enumerate(body.get("tools", [])):
+        if t.get("cache_control"):
+            out.append(("tool", i, 0))
+    system = body.get("system")
+    if isinstance(system, list):
+        for i, b in enumerate(cast(list[dict[str, Any]], system)):
+            if b.get("cache_control"):
+                out.append(("system", i, 0))
+    for m, message in enumerate(body["messages"]):
+        content = message["content"]
+        if isinstance(content, list):
+            for b, block in enumerate(cast(list[dict[str, Any]], content)):
+                if block.get("cache_control"):
+                    out.append(("message", m, b))
+    return out
+
+
+async def test_breakpoints_on_every_round_stay_within_four_and_move_with_the_tail() -> None:
+    with anth.simulator(assert_consumed=True) as sim:
+        for i in range(5):
+            sim.add(anth.tool_use("read_file", {"reasoning": "look", "path": f"f{i}.py"}))
+        sim.add(
+            anth.tool_use(
+                "submit_result",
+                {"reasoning": "done", "result": {"decision": "approve", "summary": "ok"}},
+            )
+        )
+        model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="test", retry=FAST)
+        ex = Executor(
+            model,
+            Prompt("Review:\n{{diff}}"),
+            response_type=Verdict,
+            submit_tool=SubmitTool(),
+            system_instructions=Prompt("You review code changes carefully."),
+        )
+        tools = {"read_file": ExecutorTool.from_function(read_file)}
+        await ex.execute(Review(diff="+ change\n" * 3000), tools=tools)
+        await model.aclose()
+        bodies = [r.body for r in sim.requests]
+    for n, body in enumerate(bodies):
+        marks = _markers(body)
+        assert len(marks) <= 4, (n, marks)
+        assert ("tool", len(body["tools"]) - 1, 0) in marks  # the last tool, sorted by name
+        assert any(p == "system" for p, _, _ in marks)
+        newest = len(body["messages"]) - 1
+        assert any(p == "message" and m == newest for p, m, _ in marks), (n, marks)
+        if n > 0:  # the previous request's newest message still marked: it reads that entry
+            previous = len(bodies[n - 1]["messages"]) - 1
+            assert any(p == "message" and m == previous for p, m, _ in marks), (n, marks)
