@@ -26,6 +26,7 @@ from dive.agent import (
     ToolApproval,
     Turn,
     TurnOutcome,
+    UsageLimits,
     await_background_tasks,
 )
 from dive.errors import DiveError, HookAbort, ToolFatalError
@@ -96,6 +97,7 @@ __all__ = [
     "TurnOutcome",
     "TypedTool",
     "Usage",
+    "UsageLimits",
     "__version__",
     "await_background_tasks",
     "errors",

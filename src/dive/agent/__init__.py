@@ -40,6 +40,7 @@ from dive.agent._outputs import to_tool_result
 from dive.agent._result import RunResult
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
+from dive.agent._usage_limits import UsageLimits
 from dive.turns import (
     CallState,
     CancelToken,
@@ -112,6 +113,7 @@ __all__ = [
     "TurnOrigin",
     "TurnOutcome",
     "TurnView",
+    "UsageLimits",
     "UserInput",
     "close_turn",
     "find_latest_reminder",

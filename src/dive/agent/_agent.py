@@ -35,6 +35,7 @@ from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler, with_text_handler
 from dive.agent._tools import index_tools
+from dive.agent._usage_limits import UsageLimits
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings, SettingsChecker
 from dive.messages import BLOCK_CLASSES, Message, ToolDefinition
@@ -160,6 +161,8 @@ class Agent(Generic[OutputT, DepsT]):
         name, description, version, id: the agent's identity (in traces and hook contexts).
         model_settings: default settings of every model call (a run's are merged over them).
         limits: per-turn limits (model calls, tool calls, pauses, response timeout).
+        usage_limits: a turn's budget of requests, tool calls (total and per tool), tokens
+            and cost; reaching one ends the turn incomplete with reason ``usage_limit``.
         parallel_tool_execution: run the calls of one response concurrently (the default);
             calls of ``sequential_only`` or halting tools still make their batch sequential,
             and results are always recorded in the model's order.
@@ -207,6 +210,7 @@ class Agent(Generic[OutputT, DepsT]):
         id: str | None = None,
         model_settings: ModelSettings | None = None,
         limits: Limits | None = None,
+        usage_limits: UsageLimits | None = None,
         parallel_tool_execution: bool = True,
         max_tool_concurrency: int = 10,
         output_type: type[OutputT] | Sequence[type[OutputT]] | Any = None,
@@ -234,6 +238,7 @@ class Agent(Generic[OutputT, DepsT]):
         self.tracer: Tracer = tracer if tracer is not None else NopTracer()
         self.model_settings = model_settings or ModelSettings()
         self.limits = limits or Limits()
+        self.usage_limits = usage_limits
         self.parallel_tool_execution = parallel_tool_execution
         if max_tool_concurrency < 1:
             raise UserError("max_tool_concurrency must be at least 1")
@@ -287,6 +292,7 @@ class Agent(Generic[OutputT, DepsT]):
             id=self.id,
             hooks=self.hooks,
             limits=self.limits,
+            usage_limits=self.usage_limits,
             incomplete_turns=self.incomplete_turns,
             durability=self.durability,
             tracer=tracer,

@@ -17,6 +17,7 @@ anything runs, so the record, the events and later requests all carry the new id
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -31,6 +32,11 @@ from dive.agent._resume import resume_group
 from dive.agent._run import Run
 from dive.agent._toolbatch import run_batch
 from dive.agent._tools import resolve_tools
+from dive.agent._usage_limits import (
+    exceeded_after_response,
+    exceeded_before_call,
+    exceeded_by_calls,
+)
 from dive.errors import OutputValidationError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, ToolChoice
 from dive.messages import ContentBlock, Message, ToolCall, ToolResult
@@ -248,6 +254,20 @@ def _stop_ending(run: Run, response: ModelResponse, calls: tuple[ToolCall, ...])
     return None
 
 
+def _budget_for_calls(run: Run, calls: tuple[ToolCall, ...]) -> Ending | None:
+    """``usage_limit`` when the response used up the budget or its calls would pass it."""
+    limits = run.config.usage_limits
+    if limits is None:
+        return None
+    state = run.state
+    why = exceeded_after_response(limits, state.turn_usage)
+    if why is None:
+        # this response's calls are announced (not started); earlier ones ran or were tried
+        started = Counter(r.name for r in state.calls.records() if r.state != "not_started")
+        why = exceeded_by_calls(limits, started, calls)
+    return _incomplete("usage_limit", calls, error_text=why) if why else None
+
+
 async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool) -> Ending | None:
     """Run the calls of a response, unless a per-turn limit forbids it."""
     state = run.state
@@ -257,6 +277,9 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
     cap = limits.max_tool_calls_per_turn
     if cap is not None and state.calls.executed + len(calls) > cap:
         return _incomplete("iteration_limit", calls)
+    budget = _budget_for_calls(run, calls)
+    if budget is not None:
+        return budget
     if run.setup.durable:
         await checkpoint_step(run, "running the response's tool calls")
     batch = await run_batch(run, calls)
@@ -293,6 +316,9 @@ async def run_loop(run: Run) -> Ending:
         state.flush_reminders()
         run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
+        usage = run.config.usage_limits
+        if usage is not None and (why := exceeded_before_call(usage, state.turn_usage)):
+            return _incomplete("usage_limit", error_text=why)
         response, calls = await _respond(run, last_allowed)
         if response.stop_kind == "pause" and not calls:
             pauses += 1

@@ -20,6 +20,7 @@ from dive.agent._hooks import Hooks
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputSpec
 from dive.agent._resume_plan import ResumePlan
+from dive.agent._usage_limits import UsageLimits
 from dive.llm import Model, ModelSettings
 from dive.messages import ToolDefinition
 from dive.sessions import Session
@@ -57,6 +58,7 @@ class AgentConfig:
     id: str | None
     hooks: Hooks
     limits: Limits
+    usage_limits: UsageLimits | None
     incomplete_turns: IncompleteTurns
     durability: Durability
     tracer: Tracer

@@ -1,0 +1,104 @@
+"""``UsageLimits``: a turn's budget of model requests, tool calls, tokens and cost.
+
+Checked at step boundaries: before every model call (requests, tokens and cost used so
+far), and before a response's tool calls run (the calls would pass a tool-call limit, or the
+response itself used up tokens or cost). Reaching a limit ends the turn incomplete with
+reason ``usage_limit`` (next step ``input``: raise the limit or ask for less); calls that did
+not run are answered "Not run", so the turn closes like any other.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from dive.errors import UserError
+from dive.llm import Usage
+from dive.messages import ToolCall
+from dive.messages.codec import empty, freeze_mapping
+
+__all__ = ["UsageLimits", "exceeded_after_response", "exceeded_before_call", "exceeded_by_calls"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageLimits:
+    """Per-turn usage limits; None means no limit.
+
+    Attributes:
+        requests: model requests in the turn.
+        tool_calls: tool calls executed in the turn.
+        tool_calls_by_tool: per tool name, calls executed in the turn.
+        input_tokens: input tokens (uncached, cache writes and cache reads).
+        output_tokens: output tokens (reasoning included).
+        total_tokens: input plus output tokens.
+        cost: dollars (needs known prices: an unknown cost never ends a turn).
+    """
+
+    requests: int | None = None
+    tool_calls: int | None = None
+    tool_calls_by_tool: Mapping[str, int] = field(default_factory=empty)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    cost: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests", "tool_calls", "input_tokens", "output_tokens", "total_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UserError(f"UsageLimits({name}={value}) must not be negative")
+        if self.cost is not None and self.cost < 0:
+            raise UserError(f"UsageLimits(cost={self.cost}) must not be negative")
+        for tool, n in self.tool_calls_by_tool.items():
+            if n < 0:
+                raise UserError(f"UsageLimits(tool_calls_by_tool[{tool!r}]={n}) is negative")
+        object.__setattr__(self, "tool_calls_by_tool", freeze_mapping(self.tool_calls_by_tool))
+
+
+def _input(u: Usage) -> int:
+    return u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
+
+
+def _tokens(limits: UsageLimits, used: Usage) -> str | None:
+    checks = (
+        ("input token", limits.input_tokens, _input(used)),
+        ("output token", limits.output_tokens, used.output_tokens),
+        ("total token", limits.total_tokens, _input(used) + used.output_tokens),
+    )
+    for what, limit, value in checks:
+        if limit is not None and value >= limit:
+            return f"the {what} limit ({limit:,}) was reached: {value:,} used"
+    if limits.cost is not None and used.cost is not None and used.cost >= limits.cost:
+        return f"the cost limit (${limits.cost:g}) was reached: ${used.cost:.4f} used"
+    return None
+
+
+def exceeded_before_call(limits: UsageLimits, used: Usage) -> str | None:
+    """Why the next model call may not be made, or None."""
+    if limits.requests is not None and used.requests >= limits.requests:
+        return f"the request limit ({limits.requests}) was reached"
+    return _tokens(limits, used)
+
+
+def exceeded_after_response(limits: UsageLimits, used: Usage) -> str | None:
+    """Why a response's calls may not run because of what it used, or None."""
+    return _tokens(limits, used)
+
+
+def exceeded_by_calls(
+    limits: UsageLimits, executed: Mapping[str, int], calls: tuple[ToolCall, ...]
+) -> str | None:
+    """Why ``calls`` may not run given the calls ``executed`` so far (by tool), or None."""
+    total = sum(executed.values())
+    if limits.tool_calls is not None and total + len(calls) > limits.tool_calls:
+        return (
+            f"the tool-call limit ({limits.tool_calls}) would be passed: {total} executed, "
+            f"{len(calls)} requested"
+        )
+    wanted = Counter(c.name for c in calls)
+    for name, n in wanted.items():
+        cap = limits.tool_calls_by_tool.get(name)
+        if cap is not None and executed.get(name, 0) + n > cap:
+            return f"the limit for tool {name!r} ({cap}) would be passed"
+    return None

@@ -1,0 +1,128 @@
+"""Per-turn usage limits: each ends the turn incomplete ``usage_limit``, closed correctly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dive import Agent, UsageLimits, tool
+from dive.errors import UserError
+from dive.llm import Usage
+from dive.messages import validate_complete_turns
+from dive.testing import ScriptedModel, call, text, tool_use
+
+ran: list[str] = []
+
+
+@tool
+async def fetch(key: str) -> str:
+    """Fetch a key."""
+    ran.append(key)
+    return key
+
+
+@tool
+async def store(key: str) -> str:
+    """Store a key."""
+    ran.append(f"store:{key}")
+    return "ok"
+
+
+def _with_usage(response: Any, **usage: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(response, usage=Usage(**usage))
+
+
+def _check(result: Any, text_in_error: str) -> None:
+    assert result.status == "incomplete"
+    assert result.outcome is not None
+    assert result.outcome.reason == "usage_limit"
+    assert result.outcome.next == "input"
+    assert text_in_error in (result.outcome.error or "")
+    validate_complete_turns(result.turn.messages)
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    ran.clear()
+
+
+async def test_request_limit() -> None:
+    model = ScriptedModel([tool_use(call("fetch", {"key": str(i)})) for i in range(5)])
+    agent = Agent(model=model, tools=[fetch], usage_limits=UsageLimits(requests=2))
+    result = await agent.run("go")
+    _check(result, "request limit (2)")
+    assert len(model.requests) == 2
+    assert ran == ["0", "1"]
+
+
+async def test_tool_call_limit_in_the_middle_of_a_parallel_batch() -> None:
+    model = ScriptedModel(
+        [
+            tool_use(call("fetch", {"key": "a"})),
+            tool_use(call("fetch", {"key": "b"}), call("fetch", {"key": "c"})),
+            text("never"),
+        ]
+    )
+    agent = Agent(model=model, tools=[fetch], usage_limits=UsageLimits(tool_calls=2))
+    result = await agent.run("go")
+    _check(result, "tool-call limit (2) would be passed")
+    assert ran == ["a"]  # the batch that would pass the limit runs none of its calls
+    unrun = [r for r in result.turn.tool_calls if r.state == "not_started"]
+    assert len(unrun) == 2
+
+
+async def test_per_tool_limit() -> None:
+    model = ScriptedModel(
+        [
+            tool_use(call("store", {"key": "a"})),
+            tool_use(call("fetch", {"key": "b"})),
+            tool_use(call("store", {"key": "c"})),
+        ]
+    )
+    limits = UsageLimits(tool_calls_by_tool={"store": 1})
+    result = await Agent(model=model, tools=[fetch, store], usage_limits=limits).run("go")
+    _check(result, "limit for tool 'store' (1)")
+    assert ran == ["store:a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (UsageLimits(input_tokens=1000), "input token limit (1,000)"),
+        (UsageLimits(output_tokens=300), "output token limit (300)"),
+        (UsageLimits(total_tokens=1200), "total token limit (1,200)"),
+        (UsageLimits(cost=0.01), "cost limit ($0.01)"),
+    ],
+)
+async def test_token_and_cost_limits_stop_before_the_calls_run(
+    limits: UsageLimits, message: str
+) -> None:
+    big = _with_usage(
+        tool_use(call("fetch", {"key": "x"})),
+        input_tokens=900,
+        cache_read_input_tokens=200,
+        output_tokens=400,
+        cost=0.02,
+        requests=1,
+    )
+    model = ScriptedModel([big, text("never")])
+    result = await Agent(model=model, tools=[fetch], usage_limits=limits).run("go")
+    _check(result, message)
+    assert ran == []
+    assert len(model.requests) == 1
+
+
+async def test_an_unknown_cost_never_ends_a_turn() -> None:
+    model = ScriptedModel([tool_use(call("fetch", {"key": "x"})), text("done")])
+    result = await Agent(model=model, tools=[fetch], usage_limits=UsageLimits(cost=1e-9)).run("go")
+    assert result.status == "completed"
+
+
+def test_negative_limits_are_refused() -> None:
+    with pytest.raises(UserError, match="requests=-1"):
+        UsageLimits(requests=-1)
+    with pytest.raises(UserError, match="store"):
+        UsageLimits(tool_calls_by_tool={"store": -2})
