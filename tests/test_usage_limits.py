@@ -126,3 +126,50 @@ def test_negative_limits_are_refused() -> None:
         UsageLimits(requests=-1)
     with pytest.raises(UserError, match="store"):
         UsageLimits(tool_calls_by_tool={"store": -2})
+
+
+async def test_a_session_limit_counts_earlier_turns(tmp_path: Any) -> None:
+    from dive.sessions import SQLiteSessionStore
+
+    sessions = SQLiteSessionStore(tmp_path / "s.db")
+    model = ScriptedModel(
+        [
+            tool_use(call("store", {"key": "a"})),
+            text("stored a"),
+            tool_use(call("store", {"key": "b"})),
+            text("never"),
+        ]
+    )
+    agent = Agent(
+        model=model,
+        tools=[store],
+        session=sessions.session("s1"),
+        session_usage_limits=UsageLimits(tool_calls_by_tool={"store": 1}, requests=10),
+    )
+    first = await agent.run("store a")
+    assert first.status == "completed"
+    second = await agent.run("store b")
+    _check(second, "limit for tool 'store' (1)")
+    assert ran == ["store:a"]
+    other = Agent(
+        model=ScriptedModel([text("hi")]),
+        session=sessions.session("s2"),
+        session_usage_limits=UsageLimits(tool_calls_by_tool={"store": 1}),
+    )
+    assert (await other.run("hi")).status == "completed"  # another session, its own budget
+    await sessions.close()
+
+
+async def test_a_session_request_limit_across_turns(tmp_path: Any) -> None:
+    from dive.sessions import SQLiteSessionStore
+
+    sessions = SQLiteSessionStore(tmp_path / "s.db")
+    model = ScriptedModel([text("one"), text("two"), text("never")])
+    agent = Agent(
+        model=model, session=sessions.session("s"), session_usage_limits=UsageLimits(requests=2)
+    )
+    assert (await agent.run("1")).status == "completed"
+    assert (await agent.run("2")).status == "completed"
+    _check(await agent.run("3"), "request limit (2)")
+    assert len(model.requests) == 2
+    await sessions.close()

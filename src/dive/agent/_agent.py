@@ -35,7 +35,7 @@ from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler, with_text_handler
 from dive.agent._tools import index_tools
-from dive.agent._usage_limits import UsageLimits
+from dive.agent._usage_limits import SessionSpent, UsageLimits, spent_by
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings, SettingsChecker
 from dive.messages import BLOCK_CLASSES, Message, ToolDefinition
@@ -163,6 +163,8 @@ class Agent(Generic[OutputT, DepsT]):
         limits: per-turn limits (model calls, tool calls, pauses, response timeout).
         usage_limits: a turn's budget of requests, tool calls (total and per tool), tokens
             and cost; reaching one ends the turn incomplete with reason ``usage_limit``.
+        session_usage_limits: the same budget for a whole session (every recorded turn
+            plus the running one); needs a session.
         parallel_tool_execution: run the calls of one response concurrently (the default);
             calls of ``sequential_only`` or halting tools still make their batch sequential,
             and results are always recorded in the model's order.
@@ -211,6 +213,7 @@ class Agent(Generic[OutputT, DepsT]):
         model_settings: ModelSettings | None = None,
         limits: Limits | None = None,
         usage_limits: UsageLimits | None = None,
+        session_usage_limits: UsageLimits | None = None,
         parallel_tool_execution: bool = True,
         max_tool_concurrency: int = 10,
         output_type: type[OutputT] | Sequence[type[OutputT]] | Any = None,
@@ -239,6 +242,7 @@ class Agent(Generic[OutputT, DepsT]):
         self.model_settings = model_settings or ModelSettings()
         self.limits = limits or Limits()
         self.usage_limits = usage_limits
+        self.session_usage_limits = session_usage_limits
         self.parallel_tool_execution = parallel_tool_execution
         if max_tool_concurrency < 1:
             raise UserError("max_tool_concurrency must be at least 1")
@@ -293,6 +297,7 @@ class Agent(Generic[OutputT, DepsT]):
             hooks=self.hooks,
             limits=self.limits,
             usage_limits=self.usage_limits,
+            session_usage_limits=self.session_usage_limits,
             incomplete_turns=self.incomplete_turns,
             durability=self.durability,
             tracer=tracer,
@@ -436,6 +441,11 @@ class Agent(Generic[OutputT, DepsT]):
                 options = replace(options, cancel=token)
                 return await self._start(config, options, chosen, snap, keeper)
 
+    async def _session_spent(self, session: Session | None) -> SessionSpent | None:
+        if self.session_usage_limits is None or session is None:
+            return None
+        return spent_by(await session.turns())
+
     def _check_deps(self, deps: object) -> None:
         expected = self.deps_type
         if expected is None or expected is type(None):
@@ -474,6 +484,7 @@ class Agent(Generic[OutputT, DepsT]):
             prompt_cache_key=o.prompt_cache_key or self._cache_key(session),
             claim=keeper,
             background=o.background_results,
+            session_spent=await self._session_spent(session),
         )
         run = await prepare_run(setup, o, snap, self.system_prompt())
         return cast("RunResult[OutputT]", await execute(run))

@@ -33,12 +33,13 @@ from dive.agent._run import Run
 from dive.agent._toolbatch import run_batch
 from dive.agent._tools import resolve_tools
 from dive.agent._usage_limits import (
+    UsageLimits,
     exceeded_after_response,
     exceeded_before_call,
     exceeded_by_calls,
 )
 from dive.errors import OutputValidationError
-from dive.llm import ModelRequest, ModelResponse, ModelSettings, ToolChoice
+from dive.llm import ModelRequest, ModelResponse, ModelSettings, ToolChoice, Usage
 from dive.messages import ContentBlock, Message, ToolCall, ToolResult
 from dive.turns import (
     CallLedger,
@@ -254,18 +255,30 @@ def _stop_ending(run: Run, response: ModelResponse, calls: tuple[ToolCall, ...])
     return None
 
 
+def _budgets(run: Run) -> list[tuple[UsageLimits, Usage, Counter[str]]]:
+    """Each budget that applies (the turn's, the session's) with what it has used."""
+    config, state = run.config, run.state
+    if config.usage_limits is None and config.session_usage_limits is None:
+        return []
+    # this response's calls are announced (not started); earlier ones ran or were tried
+    calls = Counter(r.name for r in state.calls.records() if r.state != "not_started")
+    out: list[tuple[UsageLimits, Usage, Counter[str]]] = []
+    if config.usage_limits is not None:
+        out.append((config.usage_limits, state.turn_usage, calls))
+    spent = run.setup.session_spent
+    if config.session_usage_limits is not None and spent is not None:
+        usage, before = spent.excluding(state.turn_id)
+        out.append((config.session_usage_limits, usage + state.turn_usage, before + calls))
+    return out
+
+
 def _budget_for_calls(run: Run, calls: tuple[ToolCall, ...]) -> Ending | None:
-    """``usage_limit`` when the response used up the budget or its calls would pass it."""
-    limits = run.config.usage_limits
-    if limits is None:
-        return None
-    state = run.state
-    why = exceeded_after_response(limits, state.turn_usage)
-    if why is None:
-        # this response's calls are announced (not started); earlier ones ran or were tried
-        started = Counter(r.name for r in state.calls.records() if r.state != "not_started")
-        why = exceeded_by_calls(limits, started, calls)
-    return _incomplete("usage_limit", calls, error_text=why) if why else None
+    """``usage_limit`` when the response used up a budget or its calls would pass one."""
+    for limits, used, started in _budgets(run):
+        why = exceeded_after_response(limits, used) or exceeded_by_calls(limits, started, calls)
+        if why:
+            return _incomplete("usage_limit", calls, error_text=why)
+    return None
 
 
 async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool) -> Ending | None:
@@ -316,9 +329,9 @@ async def run_loop(run: Run) -> Ending:
         state.flush_reminders()
         run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
-        usage = run.config.usage_limits
-        if usage is not None and (why := exceeded_before_call(usage, state.turn_usage)):
-            return _incomplete("usage_limit", error_text=why)
+        for budget, used, _ in _budgets(run):
+            if why := exceeded_before_call(budget, used):
+                return _incomplete("usage_limit", error_text=why)
         response, calls = await _respond(run, last_allowed)
         if response.stop_kind == "pause" and not calls:
             pauses += 1

@@ -20,7 +20,7 @@ from dive.agent._hooks import Hooks
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputSpec
 from dive.agent._resume_plan import ResumePlan
-from dive.agent._usage_limits import UsageLimits
+from dive.agent._usage_limits import SessionSpent, UsageLimits
 from dive.llm import Model, ModelSettings
 from dive.messages import ToolDefinition
 from dive.sessions import Session
@@ -59,6 +59,7 @@ class AgentConfig:
     hooks: Hooks
     limits: Limits
     usage_limits: UsageLimits | None
+    session_usage_limits: UsageLimits | None
     incomplete_turns: IncompleteTurns
     durability: Durability
     tracer: Tracer
@@ -91,6 +92,7 @@ class TurnSetup:
         deps: the run's dependencies (``ctx.deps``).
         prompt_cache_key: the provider prompt-cache key.
         claim: the claim keeper, when claiming.
+        session_spent: what the session's recorded turns used (with session limits).
         resume: the validated resume, when resuming.
         stored: the stored turn a resume started from (returned if a partial resume fails).
         background: background results delivered by this invocation.
@@ -107,6 +109,7 @@ class TurnSetup:
     deps: Any
     prompt_cache_key: str | None
     claim: ClaimKeeper | None = None
+    session_spent: SessionSpent | None = None
     resume: ResumePlan | None = None
     stored: Turn | None = None
     background: tuple[BackgroundResult, ...] = ()

@@ -5,20 +5,31 @@ far), and before a response's tool calls run (the calls would pass a tool-call l
 response itself used up tokens or cost). Reaching a limit ends the turn incomplete with
 reason ``usage_limit`` (next step ``input``: raise the limit or ask for less); calls that did
 not run are answered "Not run", so the turn closes like any other.
+
+Session limits count every recorded turn of the session plus the running one; the session's
+turns are read once when the run starts.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dive.errors import UserError
 from dive.llm import Usage
 from dive.messages import ToolCall
 from dive.messages.codec import empty, freeze_mapping
+from dive.turns import Turn
 
-__all__ = ["UsageLimits", "exceeded_after_response", "exceeded_before_call", "exceeded_by_calls"]
+__all__ = [
+    "SessionSpent",
+    "UsageLimits",
+    "exceeded_after_response",
+    "exceeded_before_call",
+    "exceeded_by_calls",
+    "spent_by",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,3 +113,33 @@ def exceeded_by_calls(
         if cap is not None and executed.get(name, 0) + n > cap:
             return f"the limit for tool {name!r} ({cap}) would be passed"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpent:
+    """What the session's recorded turns used, per turn (read once when a run starts)."""
+
+    turns: tuple[tuple[str, Usage, Mapping[str, int]], ...] = ()
+
+    def excluding(self, turn_id: str) -> tuple[Usage, Counter[str]]:
+        """Usage and tool calls by tool of every recorded turn but ``turn_id``.
+
+        ``turn_id`` is the running turn, whose own usage the run already counts.
+        """
+        usage = Usage()
+        calls: Counter[str] = Counter()
+        for tid, used, counts in self.turns:
+            if tid != turn_id:
+                usage = usage + used
+                calls.update(counts)
+        return usage, calls
+
+
+def spent_by(turns: Sequence[Turn]) -> SessionSpent:
+    """The ``SessionSpent`` of a session's turn records."""
+    return SessionSpent(
+        tuple(
+            (t.id, t.usage, Counter(r.name for r in t.tool_calls if r.state != "not_started"))
+            for t in turns
+        )
+    )
