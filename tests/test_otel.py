@@ -174,3 +174,35 @@ def test_attribute_names_are_the_semantic_conventions_where_they_define_them() -
     }
     missing = sorted(ours - defined)
     assert not missing, f"not in the installed semantic conventions: {missing}"
+
+
+async def test_content_is_captured_only_on_request_and_redacted() -> None:
+    from dive.redaction import register_secret
+
+    register_secret(SECRET)
+    for capture in (False, True):
+        telemetry = Telemetry()
+        telemetry.tracer = OTelTracer(tracer_provider=_provider(telemetry), capture_content=capture)
+        model = ScriptedModel([tool_use(call("lookup", {"key": SECRET})), text("done")])
+        agent = Agent(model=model, tools=[lookup], tracer=telemetry.tracer)
+        await agent.run(f"use {SECRET}")
+        spans = telemetry.finished()
+        chat = next(s for s in spans if s.name.startswith("chat"))
+        tool_span = next(s for s in spans if s.name.startswith("execute_tool"))
+        assert chat.attributes is not None
+        assert tool_span.attributes is not None
+        if not capture:
+            assert "gen_ai.input.messages" not in chat.attributes
+            assert "gen_ai.tool.call.arguments" not in tool_span.attributes
+            continue
+        assert "[redacted]" in str(chat.attributes["gen_ai.input.messages"])
+        assert "lookup" in str(chat.attributes["gen_ai.output.messages"])
+        assert "gen_ai.tool.call.result" in tool_span.attributes
+        for span in spans:
+            assert SECRET not in repr(dict(span.attributes or {}))
+
+
+def _provider(telemetry: Telemetry) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(telemetry.spans))
+    return provider

@@ -4,8 +4,10 @@ Spans: ``invoke_agent {agent}`` for a run, ``chat {model}`` and ``execute_tool {
 under it (parallel tool calls included: their tasks inherit the run's context). Attributes
 are the convention's ``gen_ai.*`` names; dive's own are under ``dive.*`` (turn id, status,
 outcome reason, next step, cost). An incomplete turn's span has status error with the
-reason. Message content is never recorded (no prompts, arguments or results), so API keys
-and secrets in them cannot leak into telemetry; error texts go through dive's redaction.
+reason. Message content (prompts, answers, tool arguments and results) is recorded only
+with ``capture_content=True``, as the conventions' opt-in ``gen_ai.input.messages``,
+``gen_ai.output.messages``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``,
+after dive's redaction; error texts are always redacted.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from dive.llm import ModelResponse, Usage
 from dive.messages import ToolResult
+from dive.messages.codec import dumps
 from dive.otel._metrics import Instruments
 from dive.redaction import redact
 from dive.tracing import (
@@ -49,6 +52,15 @@ def _usage_attributes(usage: Usage) -> dict[str, Any]:
     if usage.cost is not None:
         out["dive.cost"] = usage.cost
     return out
+
+
+_CONTENT_LIMIT = 64 * 1024
+
+
+def _content(value: Any) -> str:
+    """Captured content: compact JSON, redacted, at most 64 KiB."""
+    text = redact(dumps(value))
+    return text if len(text) <= _CONTENT_LIMIT else text[:_CONTENT_LIMIT] + "…[truncated]"
 
 
 def _fail(span: Span, error: BaseException) -> None:
@@ -95,8 +107,10 @@ class _RunSpan:
 
 
 class _ChatSpan:
-    def __init__(self, span: Span, model: str, provider: str, inst: Instruments) -> None:
-        self._span, self._inst = span, inst
+    def __init__(
+        self, span: Span, model: str, provider: str, inst: Instruments, capture: bool
+    ) -> None:
+        self._span, self._inst, self._capture = span, inst, capture
         self._start = time.monotonic()
         self._attrs = {
             **inst.base,
@@ -115,6 +129,9 @@ class _ChatSpan:
         if response.stop_reason:
             span.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
         span.set_attributes(_usage_attributes(response.usage))
+        if self._capture:
+            output = [{"role": "assistant", "content": response.content}]
+            span.set_attribute("gen_ai.output.messages", _content(output))
         u = response.usage
         total_in = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
         self._inst.tokens.record(total_in, {**self._attrs, "gen_ai.token.type": "input"})
@@ -134,12 +151,14 @@ class _ChatSpan:
 
 
 class _ToolSpan:
-    def __init__(self, span: Span, name: str, inst: Instruments) -> None:
-        self._span, self._inst, self._name = span, inst, name
+    def __init__(self, span: Span, name: str, inst: Instruments, capture: bool) -> None:
+        self._span, self._inst, self._name, self._capture = span, inst, name, capture
         self._start = time.monotonic()
         self._outcome = "success"
 
     def set_result(self, result: ToolResult) -> None:
+        if self._capture:
+            self._span.set_attribute("gen_ai.tool.call.result", _content(result.text))
         if result.is_error:
             self._outcome = "error"
             self._span.set_attribute("dive.tool.is_error", True)
@@ -164,11 +183,20 @@ class OTelTracer:
     Args:
         tracer_provider: where spans go (default: the global provider).
         meter_provider: where metrics go (default: the global provider).
+        capture_content: also record messages, tool arguments and results (redacted,
+            64 KiB each); off by default.
     """
 
-    def __init__(self, *, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        capture_content: bool = False,
+    ) -> None:
         self._tracer = trace.get_tracer("dive", tracer_provider=tracer_provider)
         self._inst = Instruments(meter_provider)
+        self._capture = capture_content
 
     def _parent(self) -> Any:
         run = _RUN.get()
@@ -206,10 +234,12 @@ class OTelTracer:
             attrs["gen_ai.request.max_tokens"] = s.max_tokens
         if s.temperature is not None:
             attrs["gen_ai.request.temperature"] = s.temperature
+        if self._capture:
+            attrs["gen_ai.input.messages"] = _content(list(info.messages))
         span = self._tracer.start_span(
             f"chat {info.model}", context=self._parent(), kind=SpanKind.CLIENT, attributes=attrs
         )
-        return _ChatSpan(span, info.model, info.provider, self._inst)
+        return _ChatSpan(span, info.model, info.provider, self._inst, self._capture)
 
     def start_tool_call(self, info: ToolCallInfo) -> ToolSpan:
         call = info.call
@@ -222,10 +252,12 @@ class OTelTracer:
         }
         if info.effect:
             attrs["dive.tool.effect"] = info.effect
+        if self._capture:
+            attrs["gen_ai.tool.call.arguments"] = _content(call.arguments)
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=self._parent(),
             kind=SpanKind.INTERNAL,
             attributes=attrs,
         )
-        return _ToolSpan(span, call.name, self._inst)
+        return _ToolSpan(span, call.name, self._inst, self._capture)
