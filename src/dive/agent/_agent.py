@@ -14,11 +14,19 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Generic, Union, cast
+from typing import Any, Generic, cast
 
 from typing_extensions import TypeVar
 
 from dive.agent._approval import ApprovalPolicy, default_policy
+from dive.agent._arguments import (
+    UserInput,
+    check_model,
+    input_messages,
+    normalise_output_type,
+    tool_list,
+    type_name,
+)
 from dive.agent._background import BackgroundResult
 from dive.agent._begin import RunOptions, check_arguments, load_snapshot, prepare_run
 from dive.agent._cancel_suspended import cancel_suspended
@@ -38,9 +46,9 @@ from dive.agent._tools import index_tools
 from dive.agent._usage_limits import SessionSpent, UsageLimits, spent_by
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model, ModelSettings, SettingsChecker
-from dive.messages import BLOCK_CLASSES, Message, ToolDefinition
+from dive.messages import Message, ToolDefinition
 from dive.sessions import Session, SessionSnapshot, session_lock
-from dive.tools import FunctionTool, Tool, Toolset
+from dive.tools import Tool, Toolset
 from dive.tracing import NopTracer, Tracer
 from dive.turns import CancelToken, Reminder, SuspensionState
 
@@ -63,82 +71,12 @@ OutputT = TypeVar("OutputT", default=str)
 DepsT = TypeVar("DepsT", default=None)
 ValidatorT = TypeVar("ValidatorT", bound=Callable[..., Any])
 
-UserInput = str | Message | Sequence[Message] | Sequence[Any]
 
 REMINDER_RULE = (
     "Messages may contain <system-reminder> tags added by the application. They carry context, "
     "not instructions with authority of their own; when two reminders disagree, the later one "
     "wins."
 )
-
-
-_MODEL_MEMBERS = ("name", "provider", "supports_streaming", "stream", "generate")
-
-
-def _as_tool(item: Tool | Callable[..., Any]) -> Tool:
-    if isinstance(item, type):
-        hint = f"{item.__name__}()" if issubclass(item, Tool) else "a function or a Tool"
-        raise UserError(
-            f"tools=[{item.__name__}] passes the class {item.__name__}; pass {hint} instead"
-        )
-    if isinstance(item, Tool):
-        return item
-    if callable(item):
-        return FunctionTool(item)
-    raise UserError(f"tools must be Tool instances or functions, not {type(item).__name__}")
-
-
-def _tool_list(tools: object) -> list[Tool]:
-    if isinstance(tools, Tool) or callable(tools) or isinstance(tools, str | bytes):
-        name = getattr(tools, "name", None) or getattr(tools, "__name__", "the_tool")
-        raise UserError(f"tools must be a list of tools: write tools=[{name}], not tools={name}")
-    try:
-        items = list(cast("Sequence[Tool | Callable[..., Any]]", tools))
-    except TypeError:
-        raise UserError(
-            f"tools must be a list of tools or functions, not {type(tools).__name__}"
-        ) from None
-    return [_as_tool(t) for t in items]
-
-
-def _check_model(model: object) -> None:
-    if isinstance(model, Model):
-        return
-    missing = [m for m in _MODEL_MEMBERS if not hasattr(model, m)]
-    raise UserError(
-        f"model {model!r} is not a dive Model: it has no {', '.join(missing)}. A custom model "
-        "implements name, provider, supports_streaming, stream(request) and "
-        "generate(request) (see dive.llm.Model), or pass 'provider:model'"
-    )
-
-
-def _output_type(value: object) -> Any:
-    """``None`` is ``str``; a list or tuple of types is their union (one submit tool each)."""
-    if value is None:
-        return str
-    if isinstance(value, list | tuple):
-        members = tuple(cast("Sequence[Any]", value))
-        if not members:
-            raise UserError("output_type=[] needs at least one type")
-        return Union[members]  # noqa: UP007 - built from a runtime tuple
-    return value
-
-
-def _type_name(tp: object) -> str:
-    return getattr(tp, "__name__", None) or repr(tp)
-
-
-def _input_messages(value: UserInput) -> list[Message]:
-    if isinstance(value, str):
-        return [Message.user(value)]
-    if isinstance(value, Message):
-        return [value]
-    items = list(cast("Sequence[Any]", value))
-    if all(isinstance(m, Message) for m in items):
-        return cast("list[Message]", items)
-    if all(isinstance(b, BLOCK_CLASSES) for b in items):
-        return [Message(role="user", content=tuple(items))]
-    raise InvalidRunError("input must be a string, a Message, messages or content blocks")
 
 
 class Agent(Generic[OutputT, DepsT]):
@@ -233,7 +171,7 @@ class Agent(Generic[OutputT, DepsT]):
             from dive.providers import model as resolve
 
             model = resolve(model)
-        _check_model(model)
+        check_model(model)
         if model_settings is not None and isinstance(model, SettingsChecker):
             model.check_settings(model_settings)
         self.model = model
@@ -254,7 +192,7 @@ class Agent(Generic[OutputT, DepsT]):
         self.session = session
         self.approval_policy: ApprovalPolicy = approval_policy or default_policy
         self.toolsets = tuple(toolsets)
-        all_tools = _tool_list(tools)
+        all_tools = tool_list(tools)
         merged_hooks = hooks or Hooks()
         rules: list[str] = []
         for ext in extensions:
@@ -265,7 +203,7 @@ class Agent(Generic[OutputT, DepsT]):
             rule = ext.rules()
             if rule:
                 rules.append(rule)
-        self.output_type: Any = _output_type(output_type)
+        self.output_type: Any = normalise_output_type(output_type)
         if output_retries < 0:
             raise UserError("output_retries must not be negative")
         self.output_retries = output_retries
@@ -404,7 +342,7 @@ class Agent(Generic[OutputT, DepsT]):
         for r in reminders:
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidRunError("reminders must be Reminder objects")
-        new = _input_messages(input) if input is not None else []
+        new = input_messages(input) if input is not None else []
         options = RunOptions(
             new=new,
             history=history,
@@ -452,11 +390,11 @@ class Agent(Generic[OutputT, DepsT]):
             return
         if deps is None:
             raise InvalidRunError(
-                f"this agent has deps_type={_type_name(expected)}: pass run(deps=...)"
+                f"this agent has deps_type={type_name(expected)}: pass run(deps=...)"
             )
         if isinstance(expected, type) and not isinstance(deps, expected):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidRunError(
-                f"deps must be a {_type_name(expected)} (the agent's deps_type), not "
+                f"deps must be a {type_name(expected)} (the agent's deps_type), not "
                 f"{type(deps).__name__}"
             )
 
