@@ -543,3 +543,24 @@ async def test_results_follow_model_order_and_the_first_commit_wins(
     assert verdict.summary == "first"
     results = _tool_results(sim.requests[1])
     assert [json.loads(_result_text(r))["path"] for r in results] == ["slow", "fast"]
+
+
+async def test_a_resumed_execution_keeps_the_rounds_it_had_left(
+    sim: anth.AnthropicSimulator, model: AnthropicModel
+) -> None:
+    from dive.executor import ExecutionSuspended
+
+    sim.add(
+        anth.tool_use("ask_human", {"question": "Ship it?"}),
+        anth.tool_use("read_file", {"reasoning": "r", "path": "a"}),
+        _submit(),
+    )
+    ex = _executor(model, suspend_tool=_ask_tool(), options=ExecutorOptions(max_rounds=3))
+    tools = {"read_file": _read_tool()}
+    with pytest.raises(ExecutionSuspended) as info:
+        await ex.execute(Review(diff="x"), tools=tools)
+    suspension = info.value.suspension
+    assert suspension.remaining_rounds == 2
+    (call_id,) = suspension.pending_call_ids
+    verdict = await ex.resume(suspension, {call_id: "yes"}, tools=tools)  # 2 more rounds
+    assert verdict.decision == "approve"

@@ -173,3 +173,18 @@ async def test_a_session_request_limit_across_turns(tmp_path: Any) -> None:
     _check(await agent.run("3"), "request limit (2)")
     assert len(model.requests) == 2
     await sessions.close()
+
+
+async def test_a_session_cost_limit_counts_known_costs(tmp_path: Any) -> None:
+    from dive.sessions import SQLiteSessionStore
+
+    sessions = SQLiteSessionStore(tmp_path / "s.db")
+    priced = _with_usage(text("one"), input_tokens=10, output_tokens=5, cost=0.03, requests=1)
+    model = ScriptedModel([priced, priced, text("never")])
+    agent = Agent(
+        model=model, session=sessions.session("s"), session_usage_limits=UsageLimits(cost=0.05)
+    )
+    assert (await agent.run("1")).status == "completed"
+    assert (await agent.run("2")).status == "completed"
+    _check(await agent.run("3"), "cost limit ($0.05)")
+    await sessions.close()

@@ -126,7 +126,7 @@ class SessionSpent:
 
         ``turn_id`` is the running turn, whose own usage the run already counts.
         """
-        usage = Usage()
+        usage = Usage.ZERO  # a known zero: ``Usage()`` has an unknown cost
         calls: Counter[str] = Counter()
         for tid, used, counts in self.turns:
             if tid != turn_id:

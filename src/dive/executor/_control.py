@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dive.agent import HookContext
+from dive.errors import HookAbort
 from dive.executor._options import ExecutorOptions
 from dive.llm import ModelSettings, ToolChoice
 from dive.messages import Message, ToolCall
@@ -44,6 +45,8 @@ class Control:
         self._nudged = False
         self.round = 0
         self.base = 0
+        self.limit: int | None = None  # the round index the budget ends at
+        self.exhausted = False
 
     def saw_call(self, name: str) -> None:
         """A model-made call, in model order (seeds are not counted)."""
@@ -67,6 +70,9 @@ class Control:
     def before_call(self, ctx: HookContext[None]) -> None:
         """The ``pre_iteration`` hook: round number, tool choice, nudge."""
         self.round = self.base + ctx.iteration
+        if self.limit is not None and self.round >= self.limit:
+            self.exhausted = True
+            raise HookAbort("the executor's round budget is used up")
         force = self._force_next
         self._force_next = False
         after_tools = ctx.iteration > 0  # within a turn, only a tool round is followed by a call

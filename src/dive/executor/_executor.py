@@ -418,7 +418,19 @@ class Executor(Generic[RequestT, ResponseT]):
             return agent.run(tool_results=results, history=history, suspension=state)
 
         budget = min(suspension.remaining_rounds, self.options.max_rounds)
-        run = self._drive(system, loop_tools, control, outcomes, trace, start, 0, budget)
+        carried = max(state.model_calls - state.budget_start, 0)
+        run = self._drive(
+            system,
+            loop_tools,
+            control,
+            outcomes,
+            trace,
+            start,
+            0,
+            budget,
+            carried,
+            state.iterations,
+        )
         return await self._finishing(run, trace, outcomes)
 
     def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
@@ -440,8 +452,15 @@ class Executor(Generic[RequestT, ResponseT]):
         start: _Call,
         rounds: int,
         budget: int,
+        carried: int = 0,
+        offset: int = 0,
     ) -> ResponseT:
-        """Run loop turns from ``start`` until a response is committed or parsed."""
+        """Run loop turns from ``start`` until a response is committed or parsed.
+
+        ``carried``: model calls a resumed turn already counts against its own budget (they
+        were charged before the suspension), so its first turn may make that many more;
+        ``offset``: that turn's earlier iterations (the loop numbers its calls from them).
+        """
         o = self.options
         cutoffs, repairs, interrupted = 0, 0, False
         history: list[Message] = []
@@ -454,8 +473,12 @@ class Executor(Generic[RequestT, ResponseT]):
                     trace=trace,
                     messages=history,
                 )
-            control.base = rounds
-            agent = self._agent(system, loop_tools, remaining, control)
+            control.base, control.limit = rounds - offset, budget
+            offset = 0
+            # one call more than the budget: the executor stops it (a submission on the last
+            # round must run, which the loop refuses on its own last allowed call)
+            agent = self._agent(system, loop_tools, remaining + carried + 1, control)
+            carried = 0
             assert call is not None
             result = await call(agent)
             history = result.all_messages()
@@ -469,6 +492,8 @@ class Executor(Generic[RequestT, ResponseT]):
                 raise self._suspended(result, rounds, budget, trace)
             if result.status == "incomplete":
                 reason = result.outcome.reason if result.outcome is not None else ""
+                if reason != "stream_interrupted":
+                    interrupted = False
                 if reason == "stream_interrupted" and not interrupted:
                     interrupted = True  # once: nothing re-runs, the model sees the history
                     call = _continue(history)
@@ -480,7 +505,7 @@ class Executor(Generic[RequestT, ResponseT]):
                         trace=trace,
                         messages=history,
                     )
-                cutoffs = self._incomplete(result, cutoffs, trace, history)
+                cutoffs = self._incomplete(result, cutoffs, trace, history, control)
                 outcomes.interventions.append("output_limit_continue")
                 call = _send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
@@ -529,14 +554,19 @@ class Executor(Generic[RequestT, ResponseT]):
         )
 
     def _incomplete(
-        self, result: RunResult[Any], cutoffs: int, trace: ExecutionTrace, history: list[Message]
+        self,
+        result: RunResult[Any],
+        cutoffs: int,
+        trace: ExecutionTrace,
+        history: list[Message],
+        control: Control,
     ) -> int:
         """An incomplete turn: the number of cut-offs in a row, or raise."""
         outcome = result.outcome
         reason = outcome.reason if outcome is not None else "unknown"
         if reason == "output_limit" and cutoffs < 2:
             return cutoffs + 1
-        if reason == "iteration_limit":
+        if reason == "iteration_limit" or (reason == "hook_abort" and control.exhausted):
             raise MaxRoundsExceeded(
                 f"agent exceeded maximum conversation rounds ({self.options.max_rounds})",
                 trace=trace,

@@ -49,4 +49,4 @@ def record_rounds(
         index += 1
     if trace.rounds and result.stop_reason is not None:
         trace.rounds[-1].stop_reason = result.stop_reason
-    return result.turn.model_calls
+    return index - base  # this invocation's model calls (a resumed turn's earlier ones excluded)

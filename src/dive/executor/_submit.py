@@ -232,7 +232,9 @@ def check_submission(
 # --- validators -----------------------------------------------------------------------------
 
 
-def schema_findings(response: BaseModel, schema: Mapping[str, Any]) -> list[Finding]:
+def schema_findings(
+    response: BaseModel, schema: Mapping[str, Any], omit: Sequence[str] = ()
+) -> list[Finding]:
     """The built-in validator: the dumped response against the payload schema.
 
     ``required`` is ignored; one finding per violation. It catches schema constraints
@@ -240,7 +242,10 @@ def schema_findings(response: BaseModel, schema: Mapping[str, Any]) -> list[Find
     """
     relaxed = _without_required(dict(schema))
     validator: Any = jsonschema.Draft202012Validator(relaxed)
-    errors: list[Any] = list(validator.iter_errors(response.model_dump(mode="json")))
+    data = response.model_dump(mode="json", by_alias=True, exclude=set(omit))
+    for name in type(response).model_computed_fields:  # not part of the input schema
+        data.pop(name, None)
+    errors: list[Any] = list(validator.iter_errors(data))
     out: list[Finding] = []
     for err in sorted(errors, key=str):
         path = "/".join(str(p) for p in err.absolute_path)
@@ -277,6 +282,7 @@ async def run_validators(
     ctx: SubmissionContext,
     schema: Mapping[str, Any],
     validators: Sequence[ResultValidator[ResponseT]],
+    omit: Sequence[str] = (),
 ) -> list[Finding]:
     """Every validator at once; findings in registration order (the schema's first).
 
@@ -295,7 +301,7 @@ async def run_validators(
     except* Exception as eg:
         first = eg.exceptions[0]
         raise ResultValidationError(f"result validation: {first}", trace=ctx.trace) from first
-    findings = schema_findings(response, schema)
+    findings = schema_findings(response, schema, omit)
     for task in tasks:
         findings.extend(task.result())
     return findings

@@ -76,7 +76,9 @@ class SubmitLoopTool(Tool):
                 trace=self._trace,
             )
             try:
-                findings = await run_validators(response, sub, self._payload, self._validators)
+                findings = await run_validators(
+                    response, sub, self._payload, self._validators, self._cfg.omit_payload_fields
+                )
             except ResultValidationError as exc:
                 self._outcomes.set_abort(exc)
                 record.error = str(exc)

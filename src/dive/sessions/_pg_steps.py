@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dive.errors import StoreUnavailableError
 from dive.sessions._steps import Delta
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class StepBatcher:
         self._queue: dict[str, _Append] = {}
         self._waiting: list[_Append] = []
         self._task: asyncio.Task[None] | None = None
+        self._inflight: list[_Append] = []
 
     async def append(self, session_id: str, step: Delta) -> int | None:
         """Append ``step``; the new revision, or None if the session moved on."""
@@ -76,12 +78,25 @@ class StepBatcher:
     async def _drain(self) -> None:
         try:
             while self._queue:
-                batch = list(self._queue.values())
+                # a caller that gave up before its batch went out is not written
+                batch = [i for i in self._queue.values() if not i.done.cancelled()]
                 self._queue = {}
                 held, self._waiting = self._waiting, []
                 for item in held:
                     self._enqueue(item)
-                await self._write(batch)
+                if batch:
+                    self._inflight = batch
+                    await self._write(batch)
+                    self._inflight = []
+        except BaseException as exc:  # cancelled or interrupted: nobody may wait forever
+            error = StoreUnavailableError(
+                f"the step write was abandoned ({exc!r}); whether it landed is unknown. Reload "
+                "the session and retry."
+            )
+            for item in [*self._inflight, *self._queue.values(), *self._waiting]:
+                _settle(item.done, error)
+            self._queue, self._waiting, self._inflight = {}, [], []
+            raise
         finally:
             self._task = None
 

@@ -41,6 +41,7 @@ class InlineWriter:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._commits = 0
+        self._closed = False
 
     def try_write(self, transact: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
         """``(True, result)`` when ``transact`` ran and committed here, else ``(False, None)``.
@@ -48,7 +49,7 @@ class InlineWriter:
         ``transact`` runs one whole transaction on the connection it is given. Errors other
         than "the database is locked" propagate (nothing was committed).
         """
-        if not self._lock.acquire(blocking=False):
+        if self._closed or not self._lock.acquire(blocking=False):
             return False, None
         try:
             conn = self._connection()
@@ -90,6 +91,7 @@ class InlineWriter:
     def close(self) -> None:
         """Close the connection (waits for a write in progress on another thread)."""
         with self._lock:
+            self._closed = True
             if self._conn is not None:
                 conn, self._conn = self._conn, None
                 conn.close()

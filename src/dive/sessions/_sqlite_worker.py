@@ -63,8 +63,12 @@ class Worker:
         return await fut
 
     def post(self, fn: Callable[[], object]) -> None:
-        """Run ``fn`` on the thread later; its result and errors are dropped."""
-        self._ensure()
+        """Run ``fn`` on the thread later; its result and errors are dropped.
+
+        Does nothing once the worker was stopped (posted work is never urgent).
+        """
+        if self._thread is None:
+            return
         self._queue.put((fn, None, None))
 
     def stop(self) -> None:
