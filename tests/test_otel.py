@@ -206,3 +206,33 @@ def _provider(telemetry: Telemetry) -> TracerProvider:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(telemetry.spans))
     return provider
+
+
+async def test_an_agent_run_inside_a_tool_nests_and_the_outer_run_goes_on(
+    otel: Telemetry,
+) -> None:
+    inner = Agent(model=ScriptedModel([text("inner answer")]), name="inner", tracer=otel.tracer)
+
+    @tool
+    async def delegate(question: str) -> str:
+        """Ask the inner agent."""
+        return (await inner.run(question)).output
+
+    model = ScriptedModel(
+        [
+            tool_use(call("delegate", {"question": "q"})),
+            tool_use(call("lookup", {"key": "k"})),
+            text("done"),
+        ]
+    )
+    outer = Agent(model=model, tools=[delegate, lookup], name="outer", tracer=otel.tracer)
+    assert (await outer.run("go")).output == "done"
+    spans = {s.name: s for s in otel.finished()}
+    root = spans["invoke_agent outer"]
+    assert root.context is not None
+    nested = spans["invoke_agent inner"]
+    assert nested.parent is not None
+    assert nested.parent.span_id == root.context.span_id
+    late = [s for s in otel.finished() if s.name == "execute_tool lookup"]
+    assert late[0].parent is not None
+    assert late[0].parent.span_id == root.context.span_id  # not under the ended inner run

@@ -69,10 +69,8 @@ def _fail(span: Span, error: BaseException) -> None:
 
 
 class _RunSpan:
-    def __init__(
-        self, span: Span, token: contextvars.Token[Span | None], inst: Instruments
-    ) -> None:
-        self._span, self._token, self._inst = span, token, inst
+    def __init__(self, span: Span, previous: Span | None, inst: Instruments) -> None:
+        self._span, self._previous, self._inst = span, previous, inst
         self._status = "unknown"
         self._reason: str | None = None
         self._attrs: dict[str, Any] = {}
@@ -100,10 +98,8 @@ class _RunSpan:
             attrs["dive.outcome.reason"] = self._reason
         self._inst.turns.add(1, attrs)
         self._span.end()
-        try:
-            _RUN.reset(self._token)
-        except ValueError:  # ended in another context: nothing to restore there
-            pass
+        if _RUN.get() is self._span:  # in the run's own context: the outer run is current again
+            _RUN.set(self._previous)
 
 
 class _ChatSpan:
@@ -216,11 +212,12 @@ class OTelTracer:
             attrs["gen_ai.agent.id"] = info.agent_id
         if info.session_id:
             attrs["gen_ai.conversation.id"] = info.session_id
+        previous = _RUN.get()  # an agent run from inside a tool nests under the outer run
         span = self._tracer.start_span(
-            f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attrs
+            f"invoke_agent {name}", context=self._parent(), kind=SpanKind.INTERNAL, attributes=attrs
         )
-        token = _RUN.set(span)
-        return _RunSpan(span, token, self._inst)
+        _RUN.set(span)
+        return _RunSpan(span, previous, self._inst)
 
     def start_chat(self, info: ChatInfo) -> ChatSpan:
         attrs: dict[str, Any] = {
