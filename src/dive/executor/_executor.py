@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, cast
 
@@ -35,6 +35,18 @@ from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
 from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
+from dive.executor._steps import (
+    OUTPUT_LIMIT_TEXT,
+    REDIRECT_TEXT,
+    REPAIR_TEXT,
+    Call,
+    build,
+    continue_turn,
+    outcome_of,
+    send,
+    send_first,
+    settled,
+)
 from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
 from dive.executor._submit_tool import SubmitLoopTool
 from dive.executor._suspend import (
@@ -60,68 +72,6 @@ log = logging.getLogger("dive.executor")
 
 RequestT = TypeVar("RequestT", bound=Bindable, default=Bindable)
 ResponseT = TypeVar("ResponseT", bound=BaseModel, default=BaseModel)
-
-OUTPUT_LIMIT_TEXT = (
-    "Your previous response was cut off at the output limit (max_tokens={n}) and nothing in it "
-    "was executed. Continue, keeping your next response shorter."
-)
-REDIRECT_TEXT = (
-    "You must call the {name} tool to return your response. Do not respond with plain text. "
-    "If you encountered an error or cannot complete the task, call {name} with an "
-    "appropriate error or summary."
-)
-REPAIR_TEXT = (
-    "Your response could not be used: {reason}. Reply with only the corrected JSON object in a "
-    "json fenced code block."
-)
-
-
-_Call = Callable[[Agent[str, None]], Awaitable[RunResult[str]]]
-
-
-def _send(message: Message, history: list[Message]) -> _Call:
-    """The next loop turn: ``message`` after ``history``."""
-    return lambda agent: agent.run(message, history=history)
-
-
-def _settled(outcomes: Outcomes, trace: ExecutionTrace, history: list[Message]) -> bool:
-    """True when a handler committed; raise when one aborted."""
-    if outcomes.abort is not None:
-        raise ExecutorError(str(outcomes.abort), trace=trace, messages=history) from outcomes.abort
-    return outcomes.committed
-
-
-def _build(prompt: Prompt | None, what: str) -> str:
-    """``prompt.build()`` ("" for None); a failure is an ``ExecutorError`` saying ``what``."""
-    if prompt is None:
-        return ""
-    try:
-        return prompt.build()
-    except Exception as exc:
-        raise ExecutorError(f"{what}: {exc}") from exc
-
-
-def _outcome_of(exc: BaseException) -> str:
-    """The ``dive.executor.outcome`` of an execution that raised ``exc``."""
-    if isinstance(exc, ExecutionSuspended):
-        return "suspended"
-    if isinstance(exc, MaxRoundsExceeded):
-        return "round_limit"
-    if isinstance(exc, ExecutorRefused):
-        return "refused"
-    if isinstance(exc, ExecutorIncomplete):
-        return "incomplete"
-    return "error"
-
-
-def _send_first(message: Message) -> _Call:
-    """The first loop turn: the rendered prompt as the input."""
-    return lambda agent: agent.run(message)
-
-
-def _continue(history: list[Message]) -> _Call:
-    """The next loop turn: the model on ``history`` as it stands."""
-    return lambda agent: agent.run(history=history, continue_turn=True)
 
 
 class Executor(Generic[RequestT, ResponseT]):
@@ -229,7 +179,7 @@ class Executor(Generic[RequestT, ResponseT]):
             trace.finish(error=exc)
             if isinstance(exc, ExecutorError) and exc.trace is None:
                 exc.trace = trace
-            self._report(trace, outcomes, _outcome_of(exc))
+            self._report(trace, outcomes, outcome_of(exc))
             raise
         trace.finish(result=response.model_dump(mode="json"))
         self._report(trace, outcomes, "committed" if outcomes.committed else "parsed")
@@ -263,9 +213,9 @@ class Executor(Generic[RequestT, ResponseT]):
             bound = request.bind(self.prompt)
         except Exception as exc:
             raise ExecutorError(f"failed to bind request to prompt: {exc}") from exc
-        text = _build(bound, "failed to build prompt")
-        suffix = _build(self.user_prompt_suffix, "failed to build user prompt suffix")
-        system = _build(self.system_instructions, "building system prompt")
+        text = build(bound, "failed to build prompt")
+        suffix = build(self.user_prompt_suffix, "failed to build user prompt suffix")
+        system = build(self.system_instructions, "building system prompt")
         return text, suffix, system
 
     def _loop_tools(
@@ -332,10 +282,10 @@ class Executor(Generic[RequestT, ResponseT]):
         blocks = [first] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
         seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
-        if _settled(outcomes, trace, history):
+        if settled(outcomes, trace, history):
             return cast(ResponseT, outcomes.commit)
         control = self._control(tools, outcomes)
-        start = _continue(history) if seeded else _send_first(history[0])
+        start = continue_turn(history) if seeded else send_first(history[0])
         return await self._drive(
             system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
         )
@@ -409,7 +359,7 @@ class Executor(Generic[RequestT, ResponseT]):
         results = {cid: frame_answer(text) for cid, text in answers.items()}
         trace = ExecutionTrace(agent_name=self.name, metadata={**self._metadata(), "resumed": True})
         outcomes = Outcomes()
-        system = _build(self.system_instructions, "building system prompt")
+        system = build(self.system_instructions, "building system prompt")
         loop_tools = self._loop_tools(tools or {}, trace, outcomes)
         control = self._control(tools or {}, outcomes)
         history, state = list(suspension.history), suspension.state
@@ -449,7 +399,7 @@ class Executor(Generic[RequestT, ResponseT]):
         control: Control,
         outcomes: Outcomes,
         trace: ExecutionTrace,
-        start: _Call,
+        start: Call,
         rounds: int,
         budget: int,
         carried: int = 0,
@@ -464,7 +414,7 @@ class Executor(Generic[RequestT, ResponseT]):
         o = self.options
         cutoffs, repairs, interrupted = 0, 0, False
         history: list[Message] = []
-        call: _Call | None = start
+        call: Call | None = start
         while True:
             remaining = budget - rounds
             if remaining <= 0:
@@ -486,28 +436,20 @@ class Executor(Generic[RequestT, ResponseT]):
             call = None
             if result.status != "incomplete":
                 interrupted = False
-            if _settled(outcomes, trace, history):
+            if settled(outcomes, trace, history):
                 return cast(ResponseT, outcomes.commit)
             if result.status == "suspended":
                 raise self._suspended(result, rounds, budget, trace)
             if result.status == "incomplete":
                 reason = result.outcome.reason if result.outcome is not None else ""
-                if reason != "stream_interrupted":
-                    interrupted = False
                 if reason == "stream_interrupted" and not interrupted:
                     interrupted = True  # once: nothing re-runs, the model sees the history
-                    call = _continue(history)
+                    call = continue_turn(history)
                     continue
-                if reason == "stream_interrupted":
-                    raise ExecutorIncomplete(
-                        f"the response stream was interrupted twice in a row: {result.error}",
-                        reason="stream_interrupted",
-                        trace=trace,
-                        messages=history,
-                    )
+                interrupted = False
                 cutoffs = self._incomplete(result, cutoffs, trace, history, control)
                 outcomes.interventions.append("output_limit_continue")
-                call = _send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
+                call = send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
             cutoffs = 0
             if result.stop_reason == "refusal":
@@ -517,9 +459,7 @@ class Executor(Generic[RequestT, ResponseT]):
                     messages=history,
                 )
             if self.submit_tool is not None:
-                call = _send(
-                    Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history
-                )
+                call = send(Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history)
                 control.force_next()
                 outcomes.interventions.append("submit_redirect")
                 continue
@@ -532,7 +472,7 @@ class Executor(Generic[RequestT, ResponseT]):
                     f"failed to parse response: {problem}", trace=trace, messages=history
                 )
             outcomes.interventions.append("parse_repair")
-            call = _send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
+            call = send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
 
     def _agent(
         self, system: str, tools: list[Tool], remaining: int, control: Control
@@ -564,6 +504,13 @@ class Executor(Generic[RequestT, ResponseT]):
         """An incomplete turn: the number of cut-offs in a row, or raise."""
         outcome = result.outcome
         reason = outcome.reason if outcome is not None else "unknown"
+        if reason == "stream_interrupted":  # the second in a row (the first was continued)
+            raise ExecutorIncomplete(
+                f"the response stream was interrupted twice in a row: {result.error}",
+                reason="stream_interrupted",
+                trace=trace,
+                messages=history,
+            )
         if reason == "output_limit" and cutoffs < 2:
             return cutoffs + 1
         if reason == "iteration_limit" or (reason == "hook_abort" and control.exhausted):
