@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from dive.errors import (
-    SessionClaimedError,
     StoreFileReplacedError,
     StoreUnavailableError,
     UserError,
@@ -45,6 +44,7 @@ from dive.sessions._log import (
     superseded,
 )
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.sessions._sqlite_claims import claim_row
 from dive.sessions._sqlite_faults import FileIdentity, Where, is_busy, translate
 from dive.sessions._sqlite_inline import InlineWriter
 from dive.sessions._sqlite_schema import SCHEMA_VERSION, migrate
@@ -352,14 +352,14 @@ class SQLiteSessionStore:
     async def claim(self, id: str, owner: str, ttl: float) -> None:
         validate_session_id(id)
         await self._write(
-            self._where("claiming", id), lambda c: _claim(c, id, owner, ttl, renew=False)
+            self._where("claiming", id), lambda c: claim_row(c, id, owner, ttl, renew=False)
         )
 
     async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
         validate_session_id(id)
         await self._write(
             self._where("renewing the claim on", id),
-            lambda c: _claim(c, id, owner, ttl, renew=True),
+            lambda c: claim_row(c, id, owner, ttl, renew=True),
         )
 
     async def release_claim(self, id: str, owner: str) -> None:
@@ -575,26 +575,6 @@ def _append_step(conn: sqlite3.Connection, id: str, step: Delta) -> int | None:
         (id, base.seq, base.steps + 1, base.revision + 1, step.data),
     )
     return base.revision + 1
-
-
-def _claim(conn: sqlite3.Connection, id: str, owner: str, ttl: float, *, renew: bool) -> None:
-    now = time.time()
-    row = conn.execute(
-        "SELECT owner, expires_at FROM dive_claims WHERE session_id = ?", (id,)
-    ).fetchone()
-    if renew:
-        if row is None or row[0] != owner or float(row[1]) <= now:
-            raise SessionClaimedError(f"the claim of {owner} on session {id!r} was lost")
-    elif row is not None and row[0] != owner and float(row[1]) > now:
-        raise SessionClaimedError(
-            f"session {id!r} is claimed by {row[0]} for another {float(row[1]) - now:.1f} s"
-        )
-    conn.execute(
-        "INSERT INTO dive_claims (session_id, owner, expires_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-        "expires_at = excluded.expires_at",
-        (id, owner, now + ttl),
-    )
 
 
 def _info(row: Any) -> SessionInfo:
