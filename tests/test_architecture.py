@@ -50,6 +50,18 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "prompts",
     },
+    "toolkit": {"errors", "messages", "llm", "turns", "tools"},
+    "permissions": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+    },
 }
 
 
