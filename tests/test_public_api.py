@@ -202,6 +202,7 @@ EXPORTS: dict[str, list[str]] = {
         "Ping",
         "PricingInfo",
         "ResponseAccumulator",
+        "RetryNotice",
         "STOP_KINDS",
         "SettingsChecker",
         "SignatureDelta",
@@ -216,7 +217,9 @@ EXPORTS: dict[str, list[str]] = {
         "collect",
         "cost_of",
         "fold_raw_delta",
+        "observe_retries",
         "parse_tool_arguments",
+        "report_retry",
         "response_to_events",
     ],
     "dive.turns": [

@@ -2,8 +2,11 @@
 
 ``start_agent_run``, ``start_chat`` and ``start_tool_call`` return spans; each span's ``end``
 is called exactly once (``error`` set when the step failed; a tool ``is_error`` result is a
-success). ``NopTracer`` is the default; ``MultiTracer`` fans out. The OpenTelemetry adapter is
-``dive.otel.OTelTracer`` (extra ``otel``); the core imports without it.
+success). A chat span hears of each provider retry inside its call (``add_retry``) before the
+provider waits; a span class written before ``add_retry`` existed is still accepted (the
+loop skips the call when the method is missing). ``NopTracer`` is the default;
+``MultiTracer`` fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer`` (extra
+``otel``); the core imports without it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dive.llm import ModelResponse, ModelSettings, Usage
+from dive.llm import ModelResponse, ModelSettings, RetryNotice, Usage
 from dive.messages import Message, ToolCall, ToolResult
 from dive.messages.codec import empty
 
@@ -95,6 +98,10 @@ class ChatSpan(Protocol):
         """Record the latency of the first stream event."""
         ...
 
+    def add_retry(self, notice: RetryNotice) -> None:
+        """Record a failed attempt the provider is about to retry."""
+        ...
+
     def end(self, error: BaseException | None = None) -> None:
         """End the span exactly once."""
         ...
@@ -140,6 +147,9 @@ class _NopSpan:
     def set_time_to_first_chunk(self, seconds: float) -> None:
         pass
 
+    def add_retry(self, notice: RetryNotice) -> None:
+        pass
+
     def set_result(self, result: ToolResult) -> None:
         pass
 
@@ -171,8 +181,11 @@ class _MultiSpan:
 
     def _each(self, method: str, *args: Any) -> None:
         for s in self._spans:
+            fn = getattr(s, method, None)
+            if fn is None:  # a span class older than the method (``add_retry``)
+                continue
             try:
-                getattr(s, method)(*args)
+                fn(*args)
             except Exception:
                 log.exception("tracer span %s failed", method)
 
@@ -184,6 +197,9 @@ class _MultiSpan:
 
     def set_time_to_first_chunk(self, seconds: float) -> None:
         self._each("set_time_to_first_chunk", seconds)
+
+    def add_retry(self, notice: RetryNotice) -> None:
+        self._each("add_retry", notice)
 
     def set_result(self, result: ToolResult) -> None:
         self._each("set_result", result)

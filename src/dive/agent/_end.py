@@ -289,6 +289,15 @@ async def end_turn(run: Run, ending: Ending, span: AgentRunSpan | None) -> RunRe
     return await _persist(run, result, span, ending)
 
 
+def _span_outcome(turn: Turn) -> tuple[str | None, str | None]:
+    """A run span's reason and next step: the outcome's, or a suspension's reasons."""
+    if turn.suspension is not None:
+        reasons = sorted({p.reason for p in turn.suspension.pending_tool_calls})
+        return (",".join(reasons) or None), "resume"
+    outcome = turn.outcome
+    return (outcome.reason, outcome.next) if outcome is not None else (None, None)
+
+
 async def _persist(
     run: Run, result: RunResult[Any], span: AgentRunSpan | None, ending: Ending
 ) -> RunResult[Any]:
@@ -301,12 +310,9 @@ async def _persist(
         save_error=save_error,
         background_tasks=run.background_tasks,
     )
-    outcome = turn.outcome
     if span is not None:
         span.set_usage(run.state.usage)
-        span.set_response(
-            turn.status, outcome.reason if outcome else None, outcome.next if outcome else None
-        )
+        span.set_response(turn.status, *_span_outcome(turn))
         span.end(result.error)
     deferred = run.events.take_deferred()
     for event in deferred:  # a partial resume's results: after the write

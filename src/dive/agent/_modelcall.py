@@ -11,7 +11,7 @@ import time
 from dive.agent._events import ModelStreamEvent
 from dive.agent._run import Run
 from dive.errors import DiveError, EventHandlerError, StreamInterruptedError, UserError
-from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage
+from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage, observe_retries
 from dive.redaction import redact_exception
 from dive.tracing import ChatInfo
 
@@ -27,15 +27,25 @@ class ModelCallError(DiveError):
         self.content_started = content_started
 
 
-async def _stream(run: Run, request: ModelRequest, acc: ResponseAccumulator) -> ModelResponse:
+async def _stream(
+    run: Run, request: ModelRequest, acc: ResponseAccumulator, first: list[float]
+) -> ModelResponse:
+    """Stream into ``acc``; ``first`` receives the monotonic time of the first event."""
     add = acc.add
     model = run.setup.model
-    if not run.events.listening:  # raw deltas go only to a listener; nothing else needs them
-        async for event in model.stream(request):
+    events = aiter(model.stream(request))
+    deliver = run.events.deliver if run.events.listening else None
+    event = await anext(events, None)  # the first event apart: its time is the first chunk's
+    if event is not None:
+        first.append(time.monotonic())
+        add(event)
+        if deliver is not None:
+            await deliver(ModelStreamEvent(event=event))
+    if deliver is None:  # raw deltas go only to a listener; nothing else needs them
+        async for event in events:
             add(event)
         return acc.response()
-    deliver = run.events.deliver
-    async for event in model.stream(request):
+    async for event in events:
         add(event)
         await deliver(ModelStreamEvent(event=event))
     return acc.response()
@@ -60,11 +70,13 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
             )
         )
     started = time.monotonic()
+    first: list[float] = []
     try:
-        if model.supports_streaming:
-            response = await _stream(run, request, acc)
-        else:
-            response = await model.generate(request)
+        with observe_retries(None if span is None else getattr(span, "add_retry", None)):
+            if model.supports_streaming:
+                response = await _stream(run, request, acc, first)
+            else:
+                response = await model.generate(request)
     except (EventHandlerError, UserError) as exc:  # the handler's failure, or a refused request
         _account_partial(run, acc)
         if span is not None:
@@ -85,7 +97,7 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
             span.end(exc)
         raise
     if span is not None:
-        span.set_time_to_first_chunk(time.monotonic() - started)
+        span.set_time_to_first_chunk((first[0] if first else time.monotonic()) - started)
         span.set_response(response)
         span.end(None)
     run.state.response_arrived(response)

@@ -27,6 +27,7 @@ from dive.llm._events import (
     ThinkingDelta,
 )
 from dive.llm._model import Model, SettingsChecker, TokenCounter, collect
+from dive.llm._observe import RetryNotice, observe_retries, report_retry
 from dive.llm._pricing import PricingInfo, cost_of
 from dive.llm._request import ModelRequest, ModelSettings, ToolChoice
 from dive.llm._response import ModelResponse
@@ -52,6 +53,7 @@ __all__ = [
     "PricingInfo",
     "Ping",
     "ResponseAccumulator",
+    "RetryNotice",
     "SignatureDelta",
     "StopKind",
     "StreamEvent",
@@ -64,7 +66,9 @@ __all__ = [
     "classify_stop_reason",
     "collect",
     "fold_raw_delta",
+    "observe_retries",
     "parse_tool_arguments",
+    "report_retry",
     "response_to_events",
 ]
 

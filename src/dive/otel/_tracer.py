@@ -7,7 +7,13 @@ outcome reason, next step, cost). An incomplete turn's span has status error wit
 reason. Message content (prompts, answers, tool arguments and results) is recorded only
 with ``capture_content=True``, as the conventions' opt-in ``gen_ai.input.messages``,
 ``gen_ai.output.messages``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``,
-after dive's redaction; error texts are always redacted.
+after dive's redaction; error texts are always redacted. A provider retry inside a model call
+is a ``dive.provider.retry`` event on its chat span (attempt, error type, HTTP status, delay).
+
+While a run, model call or tool call is open its span is also the current OpenTelemetry span,
+so spans other libraries open inside it (an instrumented HTTP client under ``chat``, a
+database client inside a tool) nest under dive's; when it ends, the span that was current
+before it is current again.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ import contextvars
 import time
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from dive.llm import ModelResponse, Usage
+from dive.llm import ModelResponse, RetryNotice, Usage
 from dive.messages import ToolResult
 from dive.messages.codec import dumps
 from dive.otel._metrics import Instruments
@@ -63,6 +71,26 @@ def _content(value: Any) -> str:
     return text if len(text) <= _CONTENT_LIMIT else text[:_CONTENT_LIMIT] + "…[truncated]"
 
 
+class _Current:
+    """Make ``span`` the current OTel span until ``leave`` (only where it still is current).
+
+    ``attach``/``detach`` tokens cannot be used: a run span ends in the run's task, but a tool
+    span may end in a task copied from the one that started it. Setting the previous context
+    back only while this span is still current is safe in both.
+    """
+
+    __slots__ = ("_previous", "_span")
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+        self._previous: Context = otel_context.get_current()
+        otel_context.attach(trace.set_span_in_context(span, self._previous))
+
+    def leave(self) -> None:
+        if trace.get_current_span() is self._span:
+            otel_context.attach(self._previous)
+
+
 def _fail(span: Span, error: BaseException) -> None:
     span.set_attribute("error.type", type(error).__name__)
     span.set_status(Status(StatusCode.ERROR, redact(str(error))[:1000]))
@@ -71,6 +99,7 @@ def _fail(span: Span, error: BaseException) -> None:
 class _RunSpan:
     def __init__(self, span: Span, previous: Span | None, inst: Instruments) -> None:
         self._span, self._previous, self._inst = span, previous, inst
+        self._current = _Current(span)
         self._status = "unknown"
         self._reason: str | None = None
         self._attrs: dict[str, Any] = {}
@@ -98,6 +127,7 @@ class _RunSpan:
             attrs["dive.outcome.reason"] = self._reason
         self._inst.turns.add(1, attrs)
         self._span.end()
+        self._current.leave()
         if _RUN.get() is self._span:  # in the run's own context: the outer run is current again
             _RUN.set(self._previous)
 
@@ -107,6 +137,7 @@ class _ChatSpan:
         self, span: Span, model: str, provider: str, inst: Instruments, capture: bool
     ) -> None:
         self._span, self._inst, self._capture = span, inst, capture
+        self._current = _Current(span)
         self._start = time.monotonic()
         self._attrs = {
             **inst.base,
@@ -137,6 +168,17 @@ class _ChatSpan:
         self._span.set_attribute("dive.time_to_first_chunk", seconds)
         self._inst.first_chunk.record(seconds, self._attrs)
 
+    def add_retry(self, notice: RetryNotice) -> None:
+        attrs: dict[str, Any] = {
+            "dive.retry.attempt": notice.attempt,
+            "error.type": notice.error_type,
+            "dive.retry.delay_s": notice.delay,
+            "exception.message": redact(notice.message)[:1000],
+        }
+        if notice.status is not None:
+            attrs["http.response.status_code"] = notice.status
+        self._span.add_event("dive.provider.retry", attrs)
+
     def end(self, error: BaseException | None = None) -> None:
         attrs = dict(self._attrs)
         if error is not None:
@@ -144,11 +186,13 @@ class _ChatSpan:
             attrs["error.type"] = type(error).__name__
         self._inst.duration.record(time.monotonic() - self._start, attrs)
         self._span.end()
+        self._current.leave()
 
 
 class _ToolSpan:
     def __init__(self, span: Span, name: str, inst: Instruments, capture: bool) -> None:
         self._span, self._inst, self._name, self._capture = span, inst, name, capture
+        self._current = _Current(span)
         self._start = time.monotonic()
         self._outcome = "success"
 
@@ -171,6 +215,7 @@ class _ToolSpan:
         self._inst.tool_calls.add(1, attrs)
         self._inst.tool_duration.record(time.monotonic() - self._start, attrs)
         self._span.end()
+        self._current.leave()
 
 
 class OTelTracer:

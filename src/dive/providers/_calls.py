@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from dive.errors import ProviderError, UserError
-from dive.llm import MessageStart, Ping, StreamEvent
+from dive.llm import MessageStart, Ping, RetryNotice, StreamEvent, report_retry
 from dive.providers._retry import RetryPolicy
 
 __all__ = ["Mapper", "generate_with_retry", "stream_with_retry"]
@@ -30,6 +30,21 @@ async def _close(stream: Any) -> None:
         out = close()
         if asyncio.iscoroutine(out):
             await out
+
+
+async def _pause(attempt: int, err: ProviderError, retry: RetryPolicy) -> None:
+    """Report the failed attempt to the run's observer, then wait out the backoff."""
+    delay = retry.delay(attempt, err)
+    report_retry(
+        RetryNotice(
+            attempt=attempt + 1,
+            error_type=type(err).__name__,
+            message=str(err),
+            status=err.status,
+            delay=delay,
+        )
+    )
+    await asyncio.sleep(delay)
 
 
 class Mapper(Protocol):
@@ -82,7 +97,7 @@ async def stream_with_retry(
             err = translate(exc)
             if delivered or isinstance(err, UserError) or not retry.should_retry(attempt, err):
                 raise err from exc
-            await asyncio.sleep(retry.delay(attempt, err))
+            await _pause(attempt, err, retry)
             attempt += 1
 
 
@@ -98,5 +113,5 @@ async def generate_with_retry(
             err = translate(exc)
             if isinstance(err, UserError) or not retry.should_retry(attempt, err):
                 raise err from exc
-            await asyncio.sleep(retry.delay(attempt, err))
+            await _pause(attempt, err, retry)
             attempt += 1

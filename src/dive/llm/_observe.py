@@ -1,0 +1,64 @@
+"""Retry notices: how a provider's retry loop tells the running model call it is retrying.
+
+The agent loop opens ``observe_retries(callback)`` around one model call; a provider's retry
+loop calls ``report_retry`` before it sleeps. The observer lives in a context variable, so it
+reaches the provider through ``await`` without a parameter on every model, and a retry in one
+run never reaches another run's observer. An observer that raises is logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+__all__ = ["RetryNotice", "observe_retries", "report_retry"]
+
+log = logging.getLogger("dive.llm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryNotice:
+    """One failed attempt of a model call that is about to be retried.
+
+    Attributes:
+        attempt: the attempt that failed (1 for the first).
+        error_type: the dive error class of the failure (``RateLimitedError``…).
+        message: the error's text (redact it before recording it anywhere).
+        status: the HTTP status, when there was one.
+        delay: seconds the provider waits before the next attempt.
+    """
+
+    attempt: int
+    error_type: str
+    message: str
+    status: int | None
+    delay: float
+
+
+_OBSERVER: ContextVar[Callable[[RetryNotice], None] | None] = ContextVar(
+    "dive_retry_observer", default=None
+)
+
+
+@contextmanager
+def observe_retries(callback: Callable[[RetryNotice], None] | None) -> Generator[None]:
+    """Send the retry notices of model calls made inside this block to ``callback``."""
+    token = _OBSERVER.set(callback)
+    try:
+        yield
+    finally:
+        _OBSERVER.reset(token)
+
+
+def report_retry(notice: RetryNotice) -> None:
+    """Tell the current observer (if any) about a retry; its failures are logged."""
+    callback = _OBSERVER.get()
+    if callback is None:
+        return
+    try:
+        callback(notice)
+    except Exception:
+        log.exception("a retry observer failed")
