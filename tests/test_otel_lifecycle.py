@@ -218,3 +218,19 @@ async def test_spans_opened_inside_a_model_call_or_a_tool_nest_under_dive_spans(
         parent = next(t for t in tools.values() if parent_of(by_name[f"db {sql}"]) == id_of(t))
         assert parent in tools.values()
     assert parent_of(by_name["db a"]) != parent_of(by_name["db b"])
+
+
+async def test_time_to_first_chunk_is_the_first_events_latency_not_the_calls(
+    spans: Spans,
+) -> None:
+    from dive.testing import Step
+
+    # 0.05 s before the first event, then 0.05 s before each of the (at least 5) others
+    model = ScriptedModel([Step(response="a fairly long answer", delay=0.05, event_delay=0.05)])
+    await Agent(model=model, tracer=spans.tracer).run("hi")
+    [chat] = spans.named("chat ")
+    first = attrs(chat)["dive.time_to_first_chunk"]
+    assert chat.end_time is not None
+    assert chat.start_time is not None
+    whole = (chat.end_time - chat.start_time) / 1e9
+    assert 0.05 <= first < whole - 0.1
