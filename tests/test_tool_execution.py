@@ -798,7 +798,7 @@ async def test_timeout_of_read_only_tool_needs_no_reconcile() -> None:
     model = ScriptedModel([tool_use(call("peek", id="c1")), text("x")])
     r, _ = await run_agent(Agent(model=model, tools=[peek]))
     rec = record_of(r, "c1")
-    assert rec.state == "unknown"
+    assert rec.state == "completed"  # a read has no effect: finished, with its error result
     assert not rec.reconcile
     assert result_of(r, "c1").text == 'Tool "peek" timed out after 0.02 s.'
 

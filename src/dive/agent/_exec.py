@@ -1,10 +1,16 @@
 """Executing one tool call under its governance: timeout, retry policy, failures as data.
 
 ``timeout`` is a hard deadline around each attempt; on expiry the handler is cancelled and the
-call is answered ``Tool "x" timed out after N s.`` and recorded ``unknown`` (it may have taken
-effect). The retry policy (idempotent or read-only tools only) retries handler exceptions and
-timeouts, never ``is_error`` results, cancellation or ``ToolFatalError``. A tool exception
-becomes ``Tool execution error: <message>``; the traceback is logged, never sent.
+call is answered ``Tool "x" timed out after N s.``. It is recorded ``unknown`` (it may have taken
+effect, so an incomplete turn advises ``reconcile``), except for a ``read_only`` tool: a read
+has no effect to reconcile, so its timed-out call is recorded ``completed`` with the timeout as
+its error result, like any other call that finished with an error.
+
+The retry policy retries handler exceptions and timeouts, never ``is_error`` results,
+cancellation or ``ToolFatalError``. It only ever runs for idempotent or read-only tools: a
+``ToolDefinition`` refuses a policy of more than one attempt on any other tool, and a single
+attempt is all a non-idempotent tool gets here even if its definition was forged. A tool
+exception becomes ``Tool execution error: <message>``; the traceback is logged, never sent.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ __all__ = ["ExecResult", "execute_call"]
 
 @dataclass(frozen=True, slots=True)
 class ExecResult:
-    """What one call produced: its result and state (``unknown`` after a timeout).
+    """What one call produced: its result and state (``unknown`` after most timeouts).
 
     A call that returned ``Suspend`` has state ``waiting`` and ``pending`` set; its
     ``result`` is a placeholder that is never recorded.
@@ -67,7 +73,9 @@ async def _run_with_policy(
 ) -> ExecResult:
     d = tool.definition
     policy = d.retry_policy
-    attempts = policy.max_attempts if policy is not None else 1
+    attempts = 1
+    if policy is not None and (d.idempotent or d.read_only):
+        attempts = policy.max_attempts  # only a tool a repeat cannot harm is retried
     last = ""
     for k in range(attempts):
         ctx.attempt = k + 1
@@ -79,7 +87,8 @@ async def _run_with_policy(
         except _Timeout:
             last = f'Tool "{call.name}" timed out after {_fmt_seconds(d.timeout or 0)} s.'
             if k + 1 == attempts:
-                return ExecResult(result=error_result(call, last), state="unknown", error=last)
+                state: CallState = "completed" if d.read_only else "unknown"
+                return ExecResult(result=error_result(call, last), state=state, error=last)
         except ToolFatalError as exc:
             text = redact(f"Tool execution error: {exc}")
             return ExecResult(result=error_result(call, text), error=redact(repr(exc)))

@@ -3,11 +3,19 @@
 Static tools plus every toolset's tools; members declared by a present declarer are left out
 of the request (the declarer's own definition is sent) but still dispatch by name. A duplicate
 name or a toolset error ends the turn ``error``.
+
+Every origin governs the same way: the runtime reads only ``tool.definition``. Function and
+typed tools fold their annotations into it when they are built; for any other tool (a plain
+``Tool`` subclass, a toolset's or a declarer's member) indexing does the same, filling the
+definition's unset fields from set hints (``effect_type``, ``idempotent``, ``sequential_only``,
+``halts_batch``) so no origin drops a hint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
 
 from dive.agent._run import Run
 from dive.agent._setup import ToolIndex
@@ -21,6 +29,23 @@ class ToolResolutionError(DiveError):
     """Tools could not be resolved for a model call."""
 
 
+def _fill_from_annotations(t: Tool) -> None:
+    """Fill ``t.definition``'s unset governance fields from ``t.annotations`` (set hints)."""
+    d, hints = t.definition, t.annotations
+    changes: dict[str, Any] = {}
+    effect = hints.effect_type()
+    if d.effect_type is None and effect is not None:
+        changes["effect_type"] = effect
+    if hints.idempotent and not d.idempotent:
+        changes["idempotent"] = True
+    if hints.sequential_only and not d.sequential_only:
+        changes["sequential_only"] = True
+    if hints.halts_batch and not d.halts_batch:
+        changes["halts_batch"] = True
+    if changes:
+        t.definition = replace(d, **changes)
+
+
 def index_tools(tools: Iterable[Tool]) -> ToolIndex:
     """Index tools by name; the definitions to send leave declared members out."""
     by_name: dict[str, Tool] = {}
@@ -29,6 +54,7 @@ def index_tools(tools: Iterable[Tool]) -> ToolIndex:
             raise ToolDefinitionError(
                 f"two tools are named {t.name!r}; tool names must be unique per agent"
             )
+        _fill_from_annotations(t)
         by_name[t.name] = t
     declared = {m for t in by_name.values() for m in t.declared_tools}
     defs = tuple(t.definition for name, t in by_name.items() if name not in declared)

@@ -101,6 +101,11 @@ def build_definition(
         )
     except TypeError as exc:
         raise ToolDefinitionError(f"tool {name!r}: {exc}") from None
+    except ToolDefinitionError as exc:
+        if str(exc).startswith("tool "):
+            raise
+        # say which tool: a toolset may build many, and its error names only the toolset
+        raise ToolDefinitionError(f"tool {name!r}: {exc}") from None
 
 
 def _is_context(annotation: Any) -> bool:

@@ -123,6 +123,8 @@ class Tool(abc.ABC):
 
     Subclasses set ``definition`` and implement ``call``. ``validate`` checks and converts
     the model's arguments before ``call``; ``preview`` describes a call before it runs.
+    Set hints in ``annotations`` fill the definition's unset governance fields (effect type,
+    idempotent, sequential, halting) when an agent takes the tool, whatever its origin.
     """
 
     definition: ToolDefinition
