@@ -8,8 +8,8 @@ import pytest
 
 from dive import Agent, UsageLimits, tool
 from dive.errors import UserError
-from dive.llm import Usage
-from dive.messages import validate_complete_turns
+from dive.llm import ModelRequest, Usage
+from dive.messages import Message, validate_complete_turns
 from dive.testing import ScriptedModel, call, text, tool_use
 
 ran: list[str] = []
@@ -188,3 +188,50 @@ async def test_a_session_cost_limit_counts_known_costs(tmp_path: Any) -> None:
     assert (await agent.run("2")).status == "completed"
     _check(await agent.run("3"), "cost limit ($0.05)")
     await sessions.close()
+
+
+async def test_count_tokens_first_refuses_a_request_that_would_pass_the_input_limit() -> None:
+    from dive.providers import RetryPolicy
+    from dive.providers.anthropic import AnthropicModel
+    from dive.testing import anthropic as sim_anthropic
+
+    big = "word " * 3000  # the tool result makes the second request far larger than the first
+
+    @tool(effect_type="read_only")
+    async def read_book(title: str) -> str:
+        """Read a book."""
+        return big
+
+    fast = RetryPolicy(initial_backoff=0.001, max_backoff=0.01, jitter=0.0)
+    with sim_anthropic.simulator() as sim:
+        sim.add(sim_anthropic.tool_use("read_book", {"title": "t"}), "summary")
+        model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="t", retry=fast)
+        try:
+            first_count = await model.count_tokens(
+                ModelRequest(messages=(Message.user("summarize t"),), tools=(read_book.definition,))
+            )
+            limits = UsageLimits(input_tokens=first_count * 3, count_tokens_first=True)
+            agent = Agent(model=model, tools=[read_book], usage_limits=limits)
+            result = await agent.run("summarize t")
+        finally:
+            await model.aclose()
+    _check(result, "would be passed")
+    assert "the next request counts" in (result.outcome.error or "")  # type: ignore[union-attr]
+    paths = [r.path for r in sim.requests]
+    # the first request was counted and sent; the second was counted and never sent
+    assert paths.count("/v1/messages") == 1
+    assert paths.count("/v1/messages/count_tokens") == 3
+    assert result.usage.requests == 1
+
+
+async def test_without_a_token_counter_the_limit_is_checked_after_the_response() -> None:
+    model = ScriptedModel(
+        [
+            _with_usage(tool_use(call("fetch", {"key": "a"})), input_tokens=900, output_tokens=5),
+            text("never"),
+        ]
+    )
+    limits = UsageLimits(input_tokens=500, count_tokens_first=True)
+    result = await Agent(model=model, tools=[fetch], usage_limits=limits).run("go")
+    _check(result, "input token limit (500) was reached")
+    assert ran == []  # the response used up the budget: its call did not run

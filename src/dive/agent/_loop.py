@@ -37,9 +37,10 @@ from dive.agent._usage_limits import (
     exceeded_after_response,
     exceeded_before_call,
     exceeded_by_calls,
+    exceeded_by_request,
 )
-from dive.errors import OutputValidationError
-from dive.llm import ModelRequest, ModelResponse, ModelSettings, ToolChoice, Usage
+from dive.errors import DiveError, OutputValidationError
+from dive.llm import ModelRequest, ModelResponse, ModelSettings, TokenCounter, ToolChoice, Usage
 from dive.messages import ContentBlock, Message, ToolCall, ToolResult
 from dive.turns import (
     CallLedger,
@@ -229,10 +230,26 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     )
 
 
-async def _respond(run: Run, last_allowed: bool) -> tuple[ModelResponse, tuple[ToolCall, ...]]:
+async def _precount(run: Run, request: ModelRequest) -> str | None:
+    """Why ``request`` may not be sent under a ``count_tokens_first`` budget, or None."""
+    budgets = [b for b in _budgets(run) if b[0].count_tokens_first]
+    model = run.setup.model
+    if not budgets or not isinstance(model, TokenCounter):
+        return None
+    try:
+        counted = await model.count_tokens(request)
+    except DiveError as exc:  # counting is a courtesy: the limit is still checked after
+        run.config.log.warning("counting the request's tokens failed (%s); sending it", exc)
+        return None
+    for limits, used, _ in budgets:
+        if why := exceeded_by_request(limits, used, counted):
+            return why
+    return None
+
+
+async def _respond(run: Run, request: ModelRequest) -> tuple[ModelResponse, tuple[ToolCall, ...]]:
     """One model call; its message is recorded and every call it makes announced."""
     state = run.state
-    request = await _request(run, last_allowed)
     iteration = state.iterations
     state.count_iteration()
     response = await call_model(run, request, iteration)
@@ -332,7 +349,10 @@ async def run_loop(run: Run) -> Ending:
         for budget, used, _ in _budgets(run):
             if why := exceeded_before_call(budget, used):
                 return _incomplete("usage_limit", error_text=why)
-        response, calls = await _respond(run, last_allowed)
+        request = await _request(run, last_allowed)
+        if why := await _precount(run, request):
+            return _incomplete("usage_limit", error_text=why)
+        response, calls = await _respond(run, request)
         if response.stop_kind == "pause" and not calls:
             pauses += 1
             if pauses > limits.max_pause_continuations:

@@ -6,6 +6,9 @@ response itself used up tokens or cost). Reaching a limit ends the turn incomple
 reason ``usage_limit`` (next step ``input``: raise the limit or ask for less); calls that did
 not run are answered "Not run", so the turn closes like any other.
 
+With ``count_tokens_first``, a request is counted before it is sent (where the model can
+count tokens) and not sent when it would pass an input or total token limit.
+
 Session limits count every recorded turn of the session plus the running one; the session's
 turns are read once when the run starts.
 """
@@ -28,6 +31,7 @@ __all__ = [
     "exceeded_after_response",
     "exceeded_before_call",
     "exceeded_by_calls",
+    "exceeded_by_request",
     "spent_by",
 ]
 
@@ -44,6 +48,11 @@ class UsageLimits:
         output_tokens: output tokens (reasoning included).
         total_tokens: input plus output tokens.
         cost: dollars (needs known prices: an unknown cost never ends a turn).
+        count_tokens_first: before each request, count its input tokens with the model's
+            token counter (Anthropic's ``count_tokens``) and do not send a request that
+            would pass the input or total token limit. Counting is one extra (free) API call
+            per request; a model without a counter, or a count that fails, is checked after
+            the response as without this option.
     """
 
     requests: int | None = None
@@ -53,6 +62,7 @@ class UsageLimits:
     output_tokens: int | None = None
     total_tokens: int | None = None
     cost: float | None = None
+    count_tokens_first: bool = False
 
     def __post_init__(self) -> None:
         for name in ("requests", "tool_calls", "input_tokens", "output_tokens", "total_tokens"):
@@ -90,6 +100,21 @@ def exceeded_before_call(limits: UsageLimits, used: Usage) -> str | None:
     if limits.requests is not None and used.requests >= limits.requests:
         return f"the request limit ({limits.requests}) was reached"
     return _tokens(limits, used)
+
+
+def exceeded_by_request(limits: UsageLimits, used: Usage, counted: int) -> str | None:
+    """Why a request of ``counted`` input tokens may not be sent, or None."""
+    checks = (
+        ("input token", limits.input_tokens, _input(used)),
+        ("total token", limits.total_tokens, _input(used) + used.output_tokens),
+    )
+    for what, limit, value in checks:
+        if limit is not None and value + counted > limit:
+            return (
+                f"the {what} limit ({limit:,}) would be passed: {value:,} used, and the next "
+                f"request counts {counted:,} input tokens"
+            )
+    return None
 
 
 def exceeded_after_response(limits: UsageLimits, used: Usage) -> str | None:
