@@ -1,0 +1,490 @@
+"""``Bash``: one shell command per call, in a fresh ``/bin/bash -c`` under the workspace root.
+
+Flow of a call: the command starts in its own session and process group
+(``start_new_session=True``) with the working directory set to the root, stdin from
+``/dev/null``, stdout and stderr merged into one pipe, and a filtered environment. Output is
+read as it arrives into a head and a tail buffer (memory stays bounded whatever the command
+prints) and streamed to ``ctx.stream_output`` up to the cap. The call ends when:
+
+- the shell exits: its output pipe is drained; processes it left in the background that
+  still hold the output after a short linger are stopped (their group is killed);
+- the timeout expires: the whole process group gets ``SIGTERM``, then ``SIGKILL`` after a
+  grace period, so the command's children and grandchildren die with it;
+- the call is cancelled (a hard cancel of the run, the tool's own timeout): the group gets
+  ``SIGTERM`` at once and ``SIGKILL`` after the grace period, in the background, and the
+  cancellation goes on.
+
+This is not a sandbox: the command runs as the current user with the user's file system and
+network. It cannot ``cd`` for later calls (each call starts again at the root), but nothing
+stops it from reading or writing outside the root, and a process that leaves the group
+(``setsid``) escapes the kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import fnmatch
+import os
+import signal
+from collections import deque
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dive.errors import UserError
+from dive.tools import (
+    Tool,
+    ToolAnnotations,
+    ToolCallPreview,
+    ToolContext,
+    ToolReturn,
+    build_definition,
+    format_validation_error,
+    schema_of,
+)
+
+__all__ = ["DEFAULT_ENV_ALLOW", "SECRET_ENV_PATTERNS", "Bash", "BashInput"]
+
+DEFAULT_ENV_ALLOW: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_*",
+    "TERM",
+    "TMPDIR",
+    "USER",
+    "SHELL",
+)
+"""Environment variables a command sees by default (``*`` is a wildcard)."""
+
+SECRET_ENV_PATTERNS: tuple[str, ...] = (
+    "*_TOKEN",
+    "*_SECRET",
+    "*_KEY",
+    "*API_KEY*",
+    "*APIKEY*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*CREDENTIAL*",
+    "*_PAT",
+)
+"""Names never passed on from the parent environment, whatever the allow-list says."""
+
+_LINGER = 1.0  # seconds the output may stay open after the shell exited
+_POLL = 0.05
+_READ_SIZE = 65536
+_background: set[asyncio.Task[None]] = set()
+
+
+class BashInput(BaseModel):
+    """The arguments of a ``Bash`` call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str = Field(
+        min_length=1,
+        description="The command to run, as one bash script (bash -c). Pipes, &&, redirects "
+        "and multi-line scripts work; each call starts a fresh shell at the workspace root.",
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the command and every process it started are killed. "
+        "Omit for the default; larger values are limited to the maximum.",
+    )
+    description: str | None = Field(
+        default=None,
+        description="What the command does, in 5-10 words, for the people watching "
+        "(for example 'Run the unit tests').",
+    )
+
+
+def _environment(
+    source: Mapping[str, str], allow: Iterable[str], extra: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables of ``source`` that match ``allow`` and no secret pattern, plus ``extra``."""
+    patterns = tuple(allow)
+    env: dict[str, str] = {}
+    for name, value in source.items():
+        upper = name.upper()
+        if any(fnmatch.fnmatchcase(upper, p) for p in SECRET_ENV_PATTERNS):
+            continue
+        if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+            env[name] = value
+    env.update(extra)
+    return env
+
+
+class _Output:
+    """Reads a pipe on the event loop into a bounded head and tail (characters)."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._head: list[str] = []
+        self._head_room = cap // 2
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self._tail_cap = cap - cap // 2
+        self._stream_room = cap
+        self.pending: list[str] = []  # text not yet streamed to the context
+        self.total = 0
+        self.closed = asyncio.Event()
+        self.changed = asyncio.Event()
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._take(self._decoder.decode(b"", final=True))
+            self.close()
+            return
+        self._take(self._decoder.decode(data))
+
+    def _take(self, text: str) -> None:
+        if not text:
+            return
+        self.total += len(text)
+        if self._stream_room > 0:
+            self.pending.append(text[: self._stream_room])
+            self._stream_room -= len(self.pending[-1])
+            self.changed.set()
+        if self._head_room > 0:
+            self._head.append(text[: self._head_room])
+            self._head_room -= len(self._head[-1])
+            text = text[len(self._head[-1]) :]
+        if not text:
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail_len > self._tail_cap:
+            extra = self._tail_len - self._tail_cap
+            first = self._tail[0]
+            if len(first) <= extra:
+                self._tail.popleft()
+                self._tail_len -= len(first)
+            else:
+                self._tail[0] = first[extra:]
+                self._tail_len -= extra
+
+    def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self._loop.remove_reader(self._fd)
+        os.close(self._fd)
+        self.closed.set()
+        self.changed.set()
+
+    def text(self, cap: int) -> str:
+        head, tail = "".join(self._head), "".join(self._tail)
+        cut = self.total - len(head) - len(tail)
+        if cut <= 0:
+            return head + tail
+        return (
+            f"{head}\n\n[… {cut:,} characters of output truncated here: the output was "
+            f"{self.total:,} characters and is capped at {cap:,} …]\n\n{tail}"
+        )
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of the group is alive (zombies waiting to be reaped don't count)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+async def _terminate(
+    proc: asyncio.subprocess.Process, output: _Output, grace: float, *, term: bool = True
+) -> None:
+    """``SIGTERM`` the process group, ``SIGKILL`` it after ``grace`` seconds, reap the shell."""
+    pgid = proc.pid
+    try:
+        if term:
+            _signal_group(pgid, signal.SIGTERM)
+        for _ in range(max(1, round(grace / _POLL))):
+            if not _group_alive(pgid):
+                break
+            await asyncio.sleep(_POLL)
+    finally:
+        _signal_group(pgid, signal.SIGKILL)
+        try:
+            await proc.wait()
+            try:
+                async with asyncio.timeout(grace):
+                    await output.closed.wait()
+            except TimeoutError:
+                pass  # a process that left the group still holds the pipe: stop reading
+        finally:
+            output.close()
+
+
+def _kill_in_background(proc: asyncio.subprocess.Process, output: _Output, grace: float) -> None:
+    """For a cancelled call: ``SIGTERM`` now, the rest without delaying the cancellation."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    task = asyncio.get_running_loop().create_task(_terminate(proc, output, grace, term=False))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+class Bash(Tool):
+    """Runs a shell command in a fresh ``/bin/bash -c`` at the workspace root.
+
+    Annotated destructive and open world (``effect_type="external_side_effect"``): a
+    command can change files and reach the network. The permission engine matches rules such
+    as ``Bash(git status:*)`` against the ``command`` argument (metadata
+    ``dive.permission.argument="command"``, ``dive.permission.kind="command"``).
+
+    What it confines: every call starts at ``root`` (a ``cd`` does not carry over), runs in
+    its own process group that is killed on timeout or cancellation, sees only the allowed
+    environment variables, and returns at most ``output_cap`` characters. What it does not:
+    it is **not a sandbox**. The command runs as the current user and may read, write and
+    connect anywhere that user can; use a container or a permission policy for that.
+
+    Args:
+        root: the working directory of every command (must be an existing directory).
+        env_allow: more environment variable names (``*`` wildcards allowed) to pass on, on
+            top of :data:`DEFAULT_ENV_ALLOW` (``PATH``, ``HOME``, ``LANG``, ``LC_*``,
+            ``TERM``, ``TMPDIR``, ``USER``, ``SHELL``). Names matching
+            :data:`SECRET_ENV_PATTERNS` (``*_TOKEN``, ``*_SECRET``, ``*_KEY``, API keys,
+            passwords) are never passed on from the parent environment.
+        env: variables to set for every command, as given (the one way to hand a command a
+            secret on purpose).
+        default_timeout: seconds a command may run when the call gives no timeout.
+        max_timeout: the largest timeout a call may ask for; larger requests are limited
+            to it (the timeout message says so).
+        output_cap: characters of merged stdout and stderr returned; past it the first and
+            last halves are kept and a note says how many characters were cut.
+        kill_grace: seconds between ``SIGTERM`` and ``SIGKILL`` when the group is killed.
+        name: the tool's name.
+
+    Raises:
+        UserError: ``root`` is not a directory, a limit is not positive, the default
+            timeout exceeds the maximum, or ``env_allow`` names a secret.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        env_allow: Iterable[str] = (),
+        env: Mapping[str, str] | None = None,
+        default_timeout: float = 120,
+        max_timeout: float = 600,
+        output_cap: int = 30_000,
+        kill_grace: float = 2.0,
+        name: str = "Bash",
+    ) -> None:
+        path = Path(root).expanduser()
+        if not path.is_dir():
+            raise UserError(f"Bash: root {str(root)!r} is not an existing directory")
+        if not (default_timeout > 0 and max_timeout > 0 and output_cap > 0 and kill_grace >= 0):
+            raise UserError(
+                "Bash: default_timeout, max_timeout and output_cap must be > 0 (kill_grace >= 0)"
+            )
+        if default_timeout > max_timeout:
+            raise UserError(
+                f"Bash: default_timeout ({default_timeout:g} s) exceeds max_timeout "
+                f"({max_timeout:g} s); raise max_timeout or lower the default"
+            )
+        names = (env_allow,) if isinstance(env_allow, str) else tuple(env_allow)
+        for n in names:
+            if any(fnmatch.fnmatchcase(n.upper(), p) for p in SECRET_ENV_PATTERNS):
+                raise UserError(
+                    f"Bash: env_allow names {n!r}, which looks like a secret; secrets are "
+                    "never passed on from the environment. Give the value explicitly with "
+                    "env={...} if the commands truly need it"
+                )
+        self.root = path.resolve()
+        self.env_allow = DEFAULT_ENV_ALLOW + names
+        self.env = dict(env or {})
+        self.default_timeout = float(default_timeout)
+        self.max_timeout = float(max_timeout)
+        self.output_cap = output_cap
+        self.kill_grace = float(kill_grace)
+        self.annotations = ToolAnnotations(
+            title="Run a shell command", destructive=True, open_world=True
+        )
+        self.definition = build_definition(
+            name,
+            self._description(),
+            schema_of(BashInput),
+            self.annotations,
+            {
+                "metadata": {
+                    "dive.permission.argument": "command",
+                    "dive.permission.kind": "command",
+                }
+            },
+        )
+
+    def _description(self) -> str:
+        return (
+            "Run a shell command with /bin/bash -c and return its combined stdout and stderr.\n"
+            f"- Every call starts a fresh shell in the workspace root ({self.root}); `cd` and "
+            "variables do not carry over to the next call, so chain steps with && or use "
+            "paths relative to the root.\n"
+            f"- Timeout: {self.default_timeout:g} s by default, at most {self.max_timeout:g} s; "
+            "on timeout the command and every process it started are killed.\n"
+            f"- Output is capped at {self.output_cap:,} characters (the start and end are "
+            "kept); redirect long output to a file and read parts of it.\n"
+            "- A non-zero exit status comes back as an error with the exit code.\n"
+            "- There is no stdin: use non-interactive flags (-y, --no-pager, --yes).\n"
+            "- Background processes (cmd &) that still write to the output when the command "
+            "ends are stopped; redirect their output (cmd > log 2>&1 &) to keep them running.\n"
+            "- Prefer the dedicated file tools, when available, for reading, searching and "
+            "editing files."
+        )
+
+    def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
+        try:
+            return BashInput.model_validate(arguments), None
+        except ValidationError as exc:
+            return None, format_validation_error(self.name, exc)
+
+    def preview(self, arguments: Mapping[str, Any]) -> ToolCallPreview | None:
+        command = arguments.get("command")
+        if not isinstance(command, str):
+            return None
+        description = arguments.get("description")
+        summary = description if isinstance(description, str) and description else command
+        return ToolCallPreview(summary=summary, details=command)
+
+    def environment(self) -> dict[str, str]:
+        """The environment a command gets now (filtered from ``os.environ``)."""
+        return _environment(os.environ, self.env_allow, self.env)
+
+    async def call(self, input: Any, ctx: ToolContext) -> ToolReturn:
+        args: BashInput = input
+        requested = args.timeout if args.timeout is not None else self.default_timeout
+        limit = min(requested, self.max_timeout)
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/bash",
+                "-c",
+                args.command,
+                cwd=self.root,
+                env=self.environment(),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(read_fd)
+            return ToolReturn(
+                content=f"<error>Could not start /bin/bash in {self.root}: {exc}</error>",
+                is_error=True,
+            )
+        finally:
+            os.close(write_fd)
+        output = _Output(read_fd, self.output_cap)
+        try:
+            lingered = await self._wait(proc, output, ctx, limit)
+        except TimeoutError:
+            await _terminate(proc, output, self.kill_grace)
+            await self._flush(output, ctx)
+            return self._timed_out(output, limit, requested)
+        except BaseException:
+            _kill_in_background(proc, output, self.kill_grace)
+            raise
+        await self._flush(output, ctx)
+        return self._finished(proc.returncode or 0, output, lingered)
+
+    async def _wait(
+        self, proc: asyncio.subprocess.Process, output: _Output, ctx: ToolContext, limit: float
+    ) -> bool:
+        """Wait for the shell to exit and the output to close; True if leftovers were killed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            async with asyncio.timeout_at(deadline):
+                while not exited.done():
+                    changed = asyncio.ensure_future(output.changed.wait())
+                    try:
+                        await asyncio.wait({exited, changed}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        changed.cancel()
+                    await self._flush(output, ctx)
+        finally:
+            if not exited.done():
+                exited.cancel()
+        try:
+            async with asyncio.timeout_at(min(deadline, loop.time() + _LINGER)):
+                await output.closed.wait()
+        except TimeoutError:
+            if loop.time() >= deadline:
+                raise
+            await _terminate(proc, output, self.kill_grace)
+            return True
+        return False
+
+    @staticmethod
+    async def _flush(output: _Output, ctx: ToolContext) -> None:
+        output.changed.clear()
+        if output.pending:
+            text = "".join(output.pending)
+            output.pending.clear()
+            await ctx.stream_output(text)
+
+    def _finished(self, code: int, output: _Output, lingered: bool) -> ToolReturn:
+        text = output.text(self.output_cap)
+        if lingered:
+            text += (
+                "\n[background processes still holding the output after the command exited "
+                "were stopped]"
+            )
+        if code == 0:
+            return ToolReturn(content=text if text.strip() else "(no output)")
+        status = f"Exit code {code}"
+        if code < 0:
+            status = f"Exit code {128 - code} (killed by {signal.Signals(-code).name})"
+        return ToolReturn(content=f"<error>{status}\n{text}</error>", is_error=True)
+
+    def _timed_out(self, output: _Output, limit: float, requested: float) -> ToolReturn:
+        clamp = (
+            f" (the requested {requested:g} s is above the maximum of {self.max_timeout:g} s)"
+            if requested > limit
+            else ""
+        )
+        return ToolReturn(
+            content=f"<error>Command timed out after {limit:g} s{clamp}; the command and every "
+            f"process it started were killed.\n{output.text(self.output_cap)}</error>",
+            is_error=True,
+        )
+
+    def __repr__(self) -> str:
+        return f"Bash(root={str(self.root)!r})"
