@@ -53,7 +53,7 @@ from dive.tools import (
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["WebFetch", "WebFetchInput", "html_to_markdown"]
+__all__ = ["WebFetch", "WebFetchInput", "html_to_markdown", "require_extras"]
 
 USER_AGENT = "dive-agents-webfetch/0.1 (+https://pypi.org/project/dive-agents/)"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -81,10 +81,10 @@ _TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.I | re.S)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def require_extras(tool: str) -> None:
-    """Raise :class:`MissingExtraError` unless httpx2 and markdownify are importable."""
+def require_extras(tool: str, modules: tuple[str, ...] = ("httpx2", "markdownify")) -> None:
+    """Raise :class:`MissingExtraError` unless ``modules`` are importable (extra ``toolkit``)."""
     missing: list[str] = []
-    for module in ("httpx2", "markdownify"):
+    for module in modules:
         try:
             __import__(module)
         except ImportError:
