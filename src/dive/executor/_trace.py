@@ -86,6 +86,30 @@ class ExecutionTrace(BaseModel):
     suspended: bool = False
     suspension_reason: str | None = None
 
+    # --- totals ---------------------------------------------------------------------------
+
+    @property
+    def cost(self) -> float | None:
+        """Dollars over every round; None when some round's price is unknown."""
+        total = 0.0
+        for r in self.rounds:
+            if r.cost is None:
+                return None
+            total += r.cost
+        return total
+
+    @property
+    def input_tokens(self) -> int:
+        """Input tokens over every round (uncached, cache writes and cache reads)."""
+        return sum(
+            r.input_tokens + r.cache_read_tokens + r.cache_creation_tokens for r in self.rounds
+        )
+
+    @property
+    def output_tokens(self) -> int:
+        """Output tokens over every round."""
+        return sum(r.output_tokens for r in self.rounds)
+
     # --- writing (the executor only) ------------------------------------------------------
 
     def add_call(self, call: TracedCall) -> TracedCall:

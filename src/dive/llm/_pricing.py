@@ -4,7 +4,10 @@
 Web searches are priced per request: ``genai-prices`` carries the rate per model (Anthropic:
 $10 per 1,000 searches); where it has none, Anthropic models use ``WEB_SEARCH_PER_THOUSAND``
 (Anthropic's published price) and other providers' cost is unknown. A ``PricingInfo``
-override uses its ``web_search_per_thousand``.
+override uses its ``web_search_per_thousand``. Long-context tiers (a higher price for a request
+whose input passes a threshold) come from ``genai-prices`` per model, or from
+``PricingInfo(long_context_threshold=..., long_context=PricingInfo(...))``. Costs are computed
+per model call (tiers depend on one request's input) and summed.
 Web fetches carry no per-request price (their content is billed as input tokens).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from dive.errors import UserError
 from dive.llm._usage import Usage
 
 __all__ = ["PricingInfo", "cost_of"]
@@ -33,6 +37,9 @@ class PricingInfo:
         cache_read_per_mtok: cache reads (default 0.1 x input).
         web_search_per_thousand: dollars per 1,000 web searches (default $10, Anthropic's
             list price).
+        long_context_threshold: input tokens (all buckets) above which a request is priced
+            at ``long_context`` instead (long-context tiers); None: one tier.
+        long_context: the prices of a request above ``long_context_threshold``.
     """
 
     input_per_mtok: float
@@ -41,9 +48,23 @@ class PricingInfo:
     cache_write_1h_per_mtok: float | None = None
     cache_read_per_mtok: float | None = None
     web_search_per_thousand: float = WEB_SEARCH_PER_THOUSAND
+    long_context_threshold: int | None = None
+    long_context: PricingInfo | None = None
+
+    def __post_init__(self) -> None:
+        if (self.long_context_threshold is None) != (self.long_context is None):
+            raise UserError(
+                "PricingInfo: give long_context_threshold and long_context together (the "
+                "prices above the threshold), or neither"
+            )
+        if self.long_context_threshold is not None and self.long_context_threshold < 0:
+            raise UserError("PricingInfo(long_context_threshold=...) must not be negative")
 
     def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` in dollars at these prices."""
+        """The cost of ``usage`` (one request's, for tiers) in dollars at these prices."""
+        tier = self.long_context
+        if tier is not None and usage.total_input_tokens > (self.long_context_threshold or 0):
+            return tier.cost(usage)
         write_1h = usage.cache_creation_1h_input_tokens or 0
         write_5m = usage.cache_creation_input_tokens - write_1h
         w5 = (

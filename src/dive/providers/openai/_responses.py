@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from dive.errors import ProviderStateError, StreamInterruptedError
@@ -27,6 +28,7 @@ from dive.llm import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    Usage,
     parse_tool_arguments,
 )
 from dive.messages import (
@@ -217,6 +219,12 @@ def _blocks(output: Sequence[Json]) -> tuple[list[ContentBlock], bool]:
     return blocks, refused
 
 
+def _with_searches(usage: Usage, items: list[Json]) -> Usage:
+    """``usage`` with the hosted web searches the output ran (each is billed per call)."""
+    n = sum(1 for i in items if i.get("type") == "web_search_call")
+    return replace(usage, web_search_requests=n) if n else usage
+
+
 def responses_response(raw: Json, requested: str) -> ModelResponse:
     """A complete (non-streamed) Responses API response."""
     if raw.get("status") == "failed":
@@ -227,7 +235,7 @@ def responses_response(raw: Json, requested: str) -> ModelResponse:
     return ModelResponse(
         content=tuple(blocks),
         stop_reason=_stop_reason(raw, has_calls, refused),
-        usage=responses_usage(obj(raw, "usage"), raw.get("service_tier")),
+        usage=_with_searches(responses_usage(obj(raw, "usage"), raw.get("service_tier")), output),
         id=raw.get("id"),
         model=raw.get("model"),
         requested_model=requested,
@@ -331,7 +339,9 @@ class ResponsesMapper:
         return [
             MessageDelta(
                 stop_reason=_stop_reason(response, self.has_calls, self.refused),
-                usage=responses_usage(obj(response, "usage"), response.get("service_tier")),
+                usage=_with_searches(
+                    responses_usage(obj(response, "usage"), response.get("service_tier")), items
+                ),
                 provider_state=ProviderState(
                     provider="openai", api="responses", data=cast("JSONValue", items)
                 ),
