@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "tools": {"errors", "messages", "llm", "turns"},
     "tracing": {"errors", "messages", "llm"},
     "sessions": {"errors", "messages", "llm", "turns"},
-    "providers": {"errors", "messages", "llm", "tools"},
+    "providers": {"errors", "messages", "llm", "tools", "redaction"},
     "agent": {
         "errors",
         "messages",

@@ -234,3 +234,35 @@ async def test_time_to_first_chunk_is_the_first_events_latency_not_the_calls(
     assert chat.start_time is not None
     whole = (chat.end_time - chat.start_time) / 1e9
     assert 0.05 <= first < whole - 0.1
+
+
+@pytest.mark.parametrize("how", ["api_key", "client"])
+async def test_a_key_passed_to_a_provider_never_reaches_an_exported_span(
+    spans: Spans, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anthropic
+
+    key = "corp-gateway-" + how + "-0123456789abcdef"  # no known key shape: only registration
+    env_key = "sk-ant-api03-" + "E" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", env_key)
+    tracer = OTelTracer(tracer_provider=spans.provider, capture_content=True)
+    with sim_anthropic.simulator() as sim:
+        echo = f"invalid x-api-key {key}; also tried {env_key}"
+        sim.add(SimFault(status=401, message=echo))
+        if how == "api_key":
+            model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key=key, retry=FAST)
+        else:
+            client = anthropic.AsyncAnthropic(api_key=key, base_url=sim.url)
+            model = AnthropicModel("claude-sonnet-4-6", client=client, retry=FAST)
+        try:
+            result = await Agent(model=model, tracer=tracer).run("hi")
+        finally:
+            await model.aclose()
+    assert result.status == "incomplete"
+    assert key not in str(result.error)
+    assert spans.all()
+    for span in spans.all():
+        blob = repr(dict(span.attributes or {})) + repr(span.status.description)
+        blob += repr([(e.name, dict(e.attributes or {})) for e in span.events])
+        assert key not in blob, span.name
+        assert env_key not in blob, span.name

@@ -40,6 +40,7 @@ from dive.providers.anthropic._errors import translate
 from dive.providers.anthropic._request import WarnOnce, build_request, check_settings
 from dive.providers.anthropic._response import map_response, to_dict
 from dive.providers.anthropic._stream import StreamMapper
+from dive.redaction import register_secret
 
 __all__ = ["AnthropicModel"]
 
@@ -80,6 +81,7 @@ class AnthropicModel:
         else:
             client = client.with_options(max_retries=0)
         self._client: Any = client
+        register_secret(getattr(client, "api_key", None))  # error texts never echo it
         self._model = model
         self._label = _label_of(client)
         self.retry = retry or RetryPolicy()

@@ -24,6 +24,7 @@ from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_res
 from dive.providers.openai._errors import translate
 from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
 from dive.providers.openai._usage import as_json
+from dive.redaction import register_secret
 
 __all__ = ["OpenAIChatModel", "OpenAIResponsesModel"]
 
@@ -65,6 +66,7 @@ class _OpenAIBase:
         else:
             client = client.with_options(max_retries=0)
         self._client: Any = client
+        register_secret(getattr(client, "api_key", None))  # error texts never echo it
         self._model = model
         self._provider = provider
         self.retry = retry or RetryPolicy()
