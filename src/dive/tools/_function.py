@@ -177,7 +177,8 @@ class FunctionTool(Tool):
             ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
         preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
             runs (for approval UIs); None shows none.
-        timeout: seconds a call may run before it fails; None: no limit.
+        timeout: seconds each attempt may run; then it is cancelled and answered as timed
+            out, recorded ``unknown`` unless the tool is read-only; None: no limit.
         retry_policy: retries of a failed call; needs ``idempotent=True`` or
             ``effect_type="read_only"`` when it allows more than one attempt.
         requires_approval: the default approval policy asks before each call runs.
@@ -413,7 +414,8 @@ def tool(
             ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
         preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
             runs (for approval UIs); None shows none.
-        timeout: seconds a call may run before it fails; None: no limit.
+        timeout: seconds each attempt may run; then it is cancelled and answered as timed
+            out, recorded ``unknown`` unless the tool is read-only; None: no limit.
         retry_policy: retries of a failed call; needs ``idempotent=True`` or
             ``effect_type="read_only"`` when it allows more than one attempt.
         requires_approval: the default approval policy asks before each call runs.
