@@ -704,12 +704,6 @@ async def test_crash_recovery_advises_by_the_effect_of_each_origins_tool(
     origin: str, request: pytest.FixtureRequest
 ) -> None:
     """A turn a dead process left ``running`` is closed ``process_exit`` on the next load."""
-    if origin == "toolset":
-        reason = (
-            "recovery judges read-only only by the agent's static tools; a toolset's tool counts "
-            "as unresolved although its record carries effect='read_only'"
-        )
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
     for effect, next_step in (("write", "reconcile"), ("read_only", "continue")):
         session = MemorySessionStore().session("s")
         crashed = Turn(

@@ -44,11 +44,18 @@ __all__ = [
 def _judge(
     records: tuple[ToolCallRecord, ...], read_only: Callable[[str], bool] | None
 ) -> tuple[ToolCallRecord, ...]:
-    """Re-derive ``reconcile`` of unknown calls from the tools as they resolve now."""
+    """Re-derive ``reconcile`` of unknown calls: read-only now, or recorded read-only.
+
+    A tool that does not resolve at load (a toolset's, a declarer's) is judged by the effect
+    its record stored when the call started; one with no stored effect needs reconciling.
+    """
     if read_only is None:
         return records
     return tuple(
-        replace(r, reconcile=not read_only(r.name)) if r.state == "unknown" else r for r in records
+        replace(r, reconcile=not (read_only(r.name) or r.effect == "read_only"))
+        if r.state == "unknown"
+        else r
+        for r in records
     )
 
 
