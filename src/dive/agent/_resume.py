@@ -11,10 +11,15 @@ With calls still pending (a partial resume) there is no model call: the turn sta
 the reduced pending set is written before the events, and ``on_suspend`` does not fire
 again; a failure returns the stored turn (``ResumeRejected``). Otherwise approved calls and
 the calls that never started run, in call order, and the loop goes on.
+
+A ``ToolApproval`` settling a call held at the approval gate is noted in the call's record
+(decided by ``resume``), and the approval policy hears of it (``notify_resumed``): that is how
+the permission engine learns an "allow for this session" grant.
 """
 
 from __future__ import annotations
 
+from dive.agent._approval import DENIED_TEXT, notify_resumed
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallResultEvent
 from dive.agent._resume_plan import ResumePlan
@@ -24,6 +29,23 @@ from dive.agent._tools import resolve_tools
 from dive.turns import Ending, ResumeRejected, Suspended
 
 __all__ = ["resume_group"]
+
+
+async def _settle_held(run: Run, plan: ResumePlan) -> None:
+    """Note how this resume settled each gate-held call, and tell the approval policy."""
+    for call in plan.calls:
+        approval = plan.approvals.get(call.id)
+        if approval is None:
+            continue
+        run.state.calls.note_approval(
+            call.id,
+            decision="allow" if approval.approved else "deny",
+            decided_by="resume",
+            message=approval.message if approval.approved else approval.message or DENIED_TEXT,
+        )
+        tool = run.tools.by_name.get(call.name)
+        if tool is not None:
+            await notify_resumed(run.config.approval_policy, tool, call, approval)
 
 
 async def _accept(run: Run, plan: ResumePlan) -> list[ToolCallResultEvent]:
@@ -52,11 +74,13 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     state.accept(plan.accepted)
     partial = bool(plan.remaining)
     try:
+        await _settle_held(run, plan)
         events = await _accept(run, plan)
     except Exception as exc:
         if partial:
             return ResumeRejected(error=exc)
         raise
+    held = {i: p.input for i in plan.approved if (p := state.calls.pending(i)) is not None}
     for call_id in plan.approved:
         state.calls.release(call_id)
     if partial:
@@ -69,7 +93,7 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     batch = Batch()
     for call in plan.calls:
         if call.id in plan.approved:
-            await run_approved(run, batch, call)
+            await run_approved(run, batch, call, held.get(call.id))
         elif state.calls.phase(call.id) == "not_started":
             await run_calls(run, batch, [call])
         if state.calls.waiting:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -40,6 +40,8 @@ class ResumePlan:
         approved: ids of gate-held calls approved now (they run on resume).
         accepted: every result accepted so far, as JSON (this resume's included).
         remaining: pending calls nothing was supplied for (a partial resume when non-empty).
+        approvals: the ``ToolApproval`` settling each gate-held call answered now, by call id
+            (the audit log and the approval policy learn from them).
     """
 
     calls: tuple[ToolCall, ...]
@@ -47,6 +49,7 @@ class ResumePlan:
     approved: frozenset[str]
     accepted: Mapping[str, JSONValue]
     remaining: Mapping[str, PendingToolCall]
+    approvals: Mapping[str, ToolApproval] = field(default_factory=dict[str, ToolApproval])
 
 
 def _as_json(value: Any) -> JSONValue:
@@ -91,6 +94,7 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
     accepted = dict(state.accepted)
     supplied: dict[str, ToolResult] = {}
     approved: set[str] = set()
+    approvals: dict[str, ToolApproval] = {}
     for call_id, value in tool_results.items():
         if isinstance(value, Suspend | Background):
             raise InvalidRunError(
@@ -115,6 +119,8 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
                 f"{', '.join(sorted(pending)) or 'none'})"
             )
         accepted[call_id] = as_json
+        if isinstance(value, ToolApproval) and not pending[call_id].started:
+            approvals[call_id] = value
         result = _convert(by_id[call_id], pending[call_id], value)
         if result is None:
             approved.add(call_id)
@@ -127,4 +133,5 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
         approved=frozenset(approved),
         accepted=accepted,
         remaining=remaining,
+        approvals=approvals,
     )

@@ -2,8 +2,10 @@
 
 Sequential (whenever a call is ``sequential_only`` or halting, for single calls, and when
 ``parallel_tool_execution=False``), per call: check for a stop → check the halted flag →
-``tool_call`` event → validate input → ``pre_tool_use`` → permission gate → approval gate →
-check soft stop again → execute in a tool span → post hooks → ``tool_call_result`` event.
+``tool_call`` event → validate input → ``pre_tool_use`` → permission gate → approval gate
+(its decision noted in the call's record; the policy judges the input a ``pre_tool_use``
+rewrite gave, and a held call keeps it) → check soft stop again → execute in a tool span →
+post hooks → ``tool_call_result`` event.
 
 Parallel: phase 1 prepares each call in order (events, validation, ``pre_tool_use``, gates);
 phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once; calls of
@@ -19,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from dive.agent._approval import DENIED_TEXT, decide
+from dive.agent._approval import DENIED_TEXT, ApprovalDecision, decide
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallEvent, ToolCallResultEvent
@@ -47,6 +49,7 @@ class Prepared:
     input: Any
     preview: ToolCallPreview | None
     approved: bool | None = None
+    arguments: Mapping[str, Any] | None = None  # a pre_tool_use rewrite (what will run)
 
 
 @dataclass(slots=True)
@@ -172,16 +175,34 @@ async def _gates(run: Run, prepared: Prepared) -> Prepared | None:
     default = config.default_approval and prepared.approved is None
     if default and not tool.definition.requires_approval:
         return prepared  # the default policy allows it: no decision to await
-    decision = await decide(config.approval_policy, tool, call, prepared.approved)
+    judged = call  # the policy judges the input that will run (a pre_tool_use rewrite)
+    if prepared.arguments is not None:
+        judged = replace(call, arguments=prepared.arguments)
+    decision = await decide(config.approval_policy, tool, judged, prepared.approved)
     if decision.kind == "deny":
         text = decision.message or DENIED_TEXT
+        _audit(run, call, decision, text)
         await _reject(run, call, text, error="denied by the approval gate", announce=False)
         return None
     if decision.kind == "ask":
-        prompt = decision.message or f'Approve calling "{call.name}" with {dict(call.arguments)}?'
-        await hold(run, call, prompt, "approval_required", tool, started=False)
+        args = judged.arguments
+        prompt = decision.message or f'Approve calling "{call.name}" with {dict(args)}?'
+        _audit(run, call, decision, prompt)
+        await hold(run, call, prompt, "approval_required", tool, started=False, input=args)
         return None
+    _audit(run, call, decision, decision.message)
     return prepared
+
+
+def _audit(run: Run, call: ToolCall, decision: ApprovalDecision, message: str | None) -> None:
+    """Note the gate's decision in the call's record (the turn's audit log)."""
+    run.state.calls.note_approval(
+        call.id,
+        decision=decision.kind,
+        decided_by=decision.decided_by or "policy",
+        rule=decision.rule,
+        message=message,
+    )
 
 
 async def hold(
@@ -193,12 +214,17 @@ async def hold(
     *,
     started: bool,
     metadata: Mapping[str, Any] | None = None,
+    input: Mapping[str, Any] | None = None,
 ) -> None:
-    """Record a call that waits for an external result or approval (its result event says so)."""
+    """Record a call that waits for an external result or approval (its result event says so).
+
+    ``input`` is what runs if it is approved (a ``pre_tool_use`` rewrite), by default the
+    call's arguments.
+    """
     pending = PendingToolCall(
         id=call.id,
         name=call.name,
-        input=call.arguments,
+        input=call.arguments if input is None else input,
         prompt=prompt,
         reason=reason,
         metadata=metadata or {},
@@ -249,6 +275,7 @@ async def _pre_tool_use(run: Run, p: Prepared) -> bool:
             )
             return False
         p.input = value
+        p.arguments = ctx.updated_input
     return True
 
 
@@ -461,14 +488,20 @@ async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
         run.check_soft_cancel()
 
 
-async def run_approved(run: Run, batch: Batch, call: ToolCall) -> None:
-    """Run a call approved at the gate on resume (its hooks and gates already ran)."""
+async def run_approved(
+    run: Run, batch: Batch, call: ToolCall, arguments: Mapping[str, Any] | None = None
+) -> None:
+    """Run a call approved at the gate on resume (its hooks and gates already ran).
+
+    ``arguments`` is the input the gate held it with (a ``pre_tool_use`` rewrite), by
+    default the call's own.
+    """
     tool = run.tools.by_name.get(call.name)
     if tool is None:
         text = f'Tool "{call.name}" is no longer available; it was not run.'
         await _reject(run, call, text, error="UnknownToolError", announce=False)
         return
-    value, err = tool.validate(call.arguments)
+    value, err = tool.validate(call.arguments if arguments is None else arguments)
     if err is not None:
         await _reject(run, call, err, error="invalid input", announce=False, failure_hooks_for=tool)
         return

@@ -42,15 +42,27 @@ transition        from → to
 
 No path leads from a phase in which the tool was invoked (``running``, ``suspended``) to
 ``not_started``: a call that may have started is never reported as not run.
+
+Beside its state, each call keeps its audit log: the approval gate's decisions about it
+(:meth:`CallLedger.note_approval`), recorded as ``ToolCallRecord.approvals``. Noting a
+decision changes no state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Literal
 
 from dive.messages import ToolCall, ToolDefinition
-from dive.turns._records import CallState, PendingToolCall, SuspensionState, ToolCallRecord
+from dive.turns._records import (
+    ApprovalKind,
+    ApprovalRecord,
+    CallState,
+    PendingToolCall,
+    SuspensionState,
+    ToolCallRecord,
+)
 
 __all__ = ["PHASE_STATE", "TRANSITIONS", "CallLedger", "LedgerError", "Phase", "Transition"]
 
@@ -111,6 +123,7 @@ class LedgerError(AssertionError):
 
 class _Entry:
     __slots__ = (
+        "approvals",
         "effect",
         "error",
         "id",
@@ -134,6 +147,7 @@ class _Entry:
         self.tags: tuple[str, ...] = ()
         self.effect: str | None = None
         self.risk: str | None = None
+        self.approvals: tuple[ApprovalRecord, ...] = ()
 
     def govern(self, d: ToolDefinition) -> None:
         self.origin, self.tags = d.origin, tuple(sorted(d.tags))
@@ -152,6 +166,7 @@ class _Entry:
                 tags=self.tags,
                 effect=self.effect,
                 risk=self.risk,
+                approvals=self.approvals,
             )
         return self.record
 
@@ -275,6 +290,28 @@ class CallLedger:
         """An external result answers a held or suspended call."""
         self.apply(call_id, "supply")
 
+    def note_approval(
+        self,
+        call_id: str,
+        *,
+        decision: ApprovalKind,
+        decided_by: str,
+        rule: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Add an approval-gate decision to the call's audit log (its state is unchanged)."""
+        entry = self._entry(call_id)
+        entry.approvals += (
+            ApprovalRecord(
+                decision=decision,
+                decided_by=decided_by,
+                rule=rule,
+                message=message,
+                at=datetime.now(UTC),
+            ),
+        )
+        entry.record = None
+
     def close(self, ids: Iterable[str] | None = None) -> None:
         """Settle calls that have no result: started ones ``unknown``, the rest not started."""
         for call_id in list(self._entries) if ids is None else ids:
@@ -306,6 +343,7 @@ class CallLedger:
                 phase = rec.state
             entry = _Entry(rec.id, rec.name, phase)
             entry.error = rec.error
+            entry.approvals = rec.approvals
             entry.pending = pending.get(rec.id) if phase in ("held", "suspended") else None
             d = definition_of(rec.name) if definition_of is not None else None
             if d is not None:

@@ -19,6 +19,8 @@ from dive.messages.codec import FORBID_EXTRA, JSONValue, decode, dumps, empty, t
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ApprovalKind",
+    "ApprovalRecord",
     "CallState",
     "IncompleteReason",
     "NextStep",
@@ -75,9 +77,40 @@ def new_turn_id() -> str:
     return "turn_" + secrets.token_hex(16)
 
 
+ApprovalKind = Literal["allow", "deny", "ask"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRecord:
+    """One decision of the approval gate about a call: an entry of the turn's audit log.
+
+    Attributes:
+        decision: ``allow`` (it may run), ``deny`` (answered ``is_error``, not run) or ``ask``
+            (held unstarted; the turn suspends until a resume settles it).
+        decided_by: who decided: ``rule``, ``mode``, ``session_grant``, ``dialog`` (the
+            permission engine), ``hook`` (a ``pre_tool_use`` verdict), ``policy`` (any other
+            approval policy) or ``resume`` (a ``ToolApproval`` supplied on resume).
+        rule: the rule that decided (or, for a dialog answer, the rule that asked), if any.
+        message: the denial text or the prompt of an ask, if any.
+        at: when the decision was made.
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
+    decision: ApprovalKind
+    decided_by: str
+    rule: str | None = None
+    message: str | None = None
+    at: datetime | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallRecord:
-    """The state of one tool call of a turn."""
+    """The state of one tool call of a turn.
+
+    ``approvals`` is the call's audit log: every decision the approval gate made about it, in
+    order (an ``ask`` then the ``resume`` that settled it, for example). Calls that passed the
+    default policy without a decision have none.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     id: str
@@ -89,6 +122,7 @@ class ToolCallRecord:
     tags: tuple[str, ...] = ()
     effect: str | None = None
     risk: str | None = None
+    approvals: tuple[ApprovalRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

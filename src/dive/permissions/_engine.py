@@ -1,0 +1,224 @@
+"""The permission engine: one decision per call, in a fixed order.
+
+1. **Deny rules** — a match refuses the call in every mode (``bypass`` included). For a
+   command, a deny rule matches when it matches *any* segment (see ``_shell``).
+2. **Plan mode** — a tool that is not read-only is refused.
+3. **Session grants** and then 4. **allow rules** — a match lets the call run. For a command,
+   *every* segment must be matched by a grant or an allow rule, and a command that does not
+   parse is never allowed by a specifier rule.
+5. **Ask rules** — a match asks (any segment, like deny). ``bypass`` allows instead,
+   ``dont_ask`` denies instead.
+6. **The mode's default** (see ``_modes``); ``requires_approval=True`` makes it ``ask`` in
+   ``default`` and ``plan`` mode.
+
+Every decision names who made it (``rule``, ``mode``, ``session_grant``) and the rule, for
+the audit log. An ``ask`` is settled by a dialog or by resuming the suspended turn (see
+``_policy``). Session grants are held by the engine object: process-local, never saved.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dive.agent import ApprovalDecision
+from dive.permissions._modes import PermissionMode, mode_default, parse_mode, plan_denial
+from dive.permissions._paths import url_host
+from dive.permissions._rules import Rule, Target, parse_rule
+from dive.permissions._settings import PermissionConfig
+from dive.tools import Tool
+
+__all__ = ["PermissionEngine"]
+
+
+class PermissionEngine:
+    """Decides allow, deny or ask for each call from a :class:`PermissionConfig`.
+
+    Args:
+        config: the rules, mode and workspace root.
+    """
+
+    def __init__(self, config: PermissionConfig) -> None:
+        self._config = config
+        self._mode: PermissionMode = config.mode
+        self._grants: list[Rule] = []
+        self._lock = threading.Lock()
+
+    @property
+    def config(self) -> PermissionConfig:
+        """The configuration the engine was built from."""
+        return self._config
+
+    @property
+    def mode(self) -> PermissionMode:
+        """The current mode (``set_mode`` changes it)."""
+        return self._mode
+
+    def set_mode(self, mode: PermissionMode | str) -> None:
+        """Switch mode for the decisions from now on (aliases accepted).
+
+        Args:
+            mode: the new mode.
+        """
+        self._mode = parse_mode(mode, "set_mode()")
+
+    @property
+    def grants(self) -> tuple[Rule, ...]:
+        """The session grants so far, oldest first."""
+        with self._lock:
+            return tuple(self._grants)
+
+    def grant_for_session(self, tool: str, pattern: str | None = None) -> Rule:
+        """Allow ``tool`` (optionally only calls matching ``pattern``) for this process.
+
+        Args:
+            tool: a tool name (or a name pattern, as in rules).
+            pattern: a rule specifier such as ``git push:*``, ``./src/**`` or
+                ``domain:example.com``; None grants every call of the tool.
+
+        Returns:
+            The grant, as a rule (its text is what the audit log names).
+
+        Raises:
+            PermissionConfigError: the tool name or pattern is not valid rule syntax.
+        """
+        text = tool if pattern is None else f"{tool}({pattern})"
+        return self._add(parse_rule(text, source="session grant"))
+
+    def _add(self, rule: Rule) -> Rule:
+        with self._lock:
+            if rule not in self._grants:
+                self._grants.append(rule)
+        return rule
+
+    def clear_session_grants(self) -> None:
+        """Forget every session grant."""
+        with self._lock:
+            self._grants.clear()
+
+    def grants_for_call(self, tool: Tool, arguments: Mapping[str, Any]) -> tuple[Rule, ...]:
+        """Grant what an "allow for this session" answer about this call covers.
+
+        A command grants each of its segments exactly; a URL its host (``domain:host``); any
+        other call (a path, text, or a tool without a specifier) the whole tool.
+
+        Args:
+            tool: the tool called.
+            arguments: the call's arguments.
+        """
+        target = Target.of(tool, arguments, str(self._config.workspace))
+        name = tool.name
+        if target.kind == "command" and target.shell is not None and target.shell.complete:
+            return tuple(
+                self._add(
+                    Rule(
+                        text=f"{name}({s.text})",
+                        tool=name,
+                        specifier=s.text,
+                        source="session grant",
+                        exact=True,
+                    )
+                )
+                for s in target.shell.segments
+            )
+        if target.kind == "url" and target.value is not None:
+            host = url_host(target.value, web_only=True)
+            if host is not None:
+                return (self.grant_for_session(name, f"domain:{host}"),)
+        return (self.grant_for_session(name),)
+
+    # --- deciding -----------------------------------------------------------------------------
+
+    def decide(self, tool: Tool, arguments: Mapping[str, Any]) -> ApprovalDecision:
+        """The decision for one call (never a dialog: an ``ask`` comes back as is).
+
+        Args:
+            tool: the tool called.
+            arguments: the call's arguments (after any ``pre_tool_use`` rewrite).
+        """
+        config = self._config
+        mode = self._mode
+        target = Target.of(tool, arguments, str(config.workspace))
+        denied = self._first(config.deny, target)
+        if denied is not None:
+            return ApprovalDecision(
+                kind="deny",
+                message=(
+                    f'Permission denied by rule "{denied.text}"; this call was not run. Do '
+                    "not retry it; ask the user if it is needed."
+                ),
+                decided_by="rule",
+                rule=denied.text,
+            )
+        if mode == "plan" and not tool.definition.read_only:
+            return plan_denial(tool)
+        allowed = self._allowed(target)
+        if allowed is not None:
+            return allowed
+        asked = self._first(config.ask, target)
+        if asked is not None:
+            if mode in ("bypass", "dont_ask"):
+                decision = mode_default(mode, tool)
+                return ApprovalDecision(
+                    kind=decision.kind,
+                    message=decision.message,
+                    decided_by="mode",
+                    rule=decision.rule,
+                )
+            return ApprovalDecision(kind="ask", decided_by="rule", rule=asked.text)
+        return mode_default(mode, tool)
+
+    def _first(self, rules: Sequence[Rule], target: Target) -> Rule | None:
+        """The first rule matching any part of the call (deny and ask reading)."""
+        for rule in rules:
+            if target.kind == "command":
+                if not rule.applies_to_command(target):
+                    continue
+                if rule.bare:
+                    return rule
+                shell = target.shell
+                if shell is not None and any(
+                    rule.matches_segment(s, allow=False) for s in shell.segments
+                ):
+                    return rule
+            elif rule.matches(target, allow=False):
+                return rule
+        return None
+
+    def _allowed(self, target: Target) -> ApprovalDecision | None:
+        """Allowed by grants and allow rules (every segment of a command), or None."""
+        grants = self.grants
+        if target.kind == "command":
+            return self._allowed_command(target, grants)
+        for rules, by in ((grants, "session_grant"), (self._config.allow, "rule")):
+            for rule in rules:
+                if rule.matches(target, allow=True):
+                    return ApprovalDecision(kind="allow", decided_by=by, rule=rule.text)
+        return None
+
+    def _allowed_command(self, target: Target, grants: Sequence[Rule]) -> ApprovalDecision | None:
+        """Every segment matched by some grant or allow rule (bare rules match whole calls)."""
+        candidates = [
+            (rule, by)
+            for rules, by in ((grants, "session_grant"), (self._config.allow, "rule"))
+            for rule in rules
+            if rule.applies_to_command(target)
+        ]
+        for rule, by in candidates:
+            if rule.bare:
+                return ApprovalDecision(kind="allow", decided_by=by, rule=rule.text)
+        shell = target.shell
+        if shell is None or not shell.complete or not shell.segments:
+            return None
+        used: list[tuple[Rule, str]] = []
+        for segment in shell.segments:
+            hit = next((c for c in candidates if c[0].matches_segment(segment, allow=True)), None)
+            if hit is None:
+                return None
+            if hit not in used:
+                used.append(hit)
+        by = "session_grant" if all(b == "session_grant" for _, b in used) else "rule"
+        return ApprovalDecision(
+            kind="allow", decided_by=by, rule=", ".join(r.text for r, _ in used)
+        )

@@ -1,0 +1,286 @@
+"""Permission rules: ``Tool`` or ``Tool(specifier)``, parsed once, matched per call.
+
+The name part is a tool name; ``*`` in it matches any characters (``mcp__github__*``), and
+``mcp__server`` alone covers every tool of that MCP server. ``Tool`` and ``Tool(*)`` match
+every call of the tool. A specifier is one of
+
+- ``prefix:*`` — a command (or text) that is ``prefix`` or starts with ``prefix`` and a space
+  (``Bash(git status:*)`` matches ``git status`` and ``git status -s``, not ``git statusx``);
+- ``domain:host`` — a URL on that host (``domain:*.host`` for its subdomains);
+- anything else — a glob, read according to the tool's specifier kind: for ``command`` and
+  ``text`` ``*`` matches any characters and a trailing `` *`` also matches nothing
+  (``Bash(npm run test *)`` matches ``npm run test`` and ``npm run test unit``); for ``path``
+  a segment-safe path glob (see ``_paths``); for ``url`` a glob over the whole URL.
+
+A tool exposes its specifier through two metadata keys of its definition (the toolkit sets
+them): :data:`ARGUMENT_KEY` names the input argument and :data:`KIND_KEY` says how to read it
+(``command``, ``path``, ``url`` or ``text``). A tool without them matches bare-name rules only.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from dive.permissions._errors import PermissionConfigError
+from dive.permissions._paths import (
+    ResolvedPath,
+    domain_matches,
+    glob_regex,
+    path_matches,
+    resolve_path,
+    url_host,
+)
+from dive.permissions._shell import Segment, ShellSplit, split_command
+from dive.tools import Tool
+
+__all__ = [
+    "ARGUMENT_KEY",
+    "KIND_KEY",
+    "Rule",
+    "SpecifierKind",
+    "Target",
+    "parse_rule",
+]
+
+ARGUMENT_KEY = "dive.permission.argument"
+"""Definition metadata key: the input argument holding the specifier value."""
+KIND_KEY = "dive.permission.kind"
+"""Definition metadata key: how to read it (``command``, ``path``, ``url``, ``text``)."""
+
+SpecifierKind = Literal["command", "path", "url", "text"]
+_KINDS: tuple[str, ...] = get_args(SpecifierKind)
+_NAME = re.compile(r"[A-Za-z0-9_*-]{1,128}")
+_HOST = re.compile(r"(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+_log = logging.getLogger("dive.permissions")
+_warned: set[tuple[str, str]] = set()
+
+Form = Literal["any", "exact", "prefix", "domain", "glob"]
+_FORMS_FOR: Mapping[SpecifierKind, frozenset[Form]] = {
+    "command": frozenset({"exact", "prefix", "glob"}),
+    "text": frozenset({"exact", "prefix", "glob"}),
+    "path": frozenset({"glob"}),
+    "url": frozenset({"domain", "glob"}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one call shows the rules: its tool, and its specifier value read by kind.
+
+    Attributes:
+        tool: the tool called.
+        kind: the tool's specifier kind (None: the tool declares none).
+        value: the specifier argument's value (None: absent, or not a string).
+        root: the workspace root paths resolve against.
+        shell: the command split into segments (``command`` kind).
+        path: the resolved path (``path`` kind).
+    """
+
+    tool: Tool
+    kind: SpecifierKind | None
+    value: str | None
+    root: str
+    shell: ShellSplit | None = None
+    path: ResolvedPath | None = None
+
+    @classmethod
+    def of(cls, tool: Tool, arguments: Mapping[str, Any], root: str) -> Target:
+        """The target of a call of ``tool`` with ``arguments``."""
+        meta = tool.definition.metadata
+        kind_text, argument = meta.get(KIND_KEY), meta.get(ARGUMENT_KEY)
+        if kind_text not in _KINDS or not argument:
+            return cls(tool=tool, kind=None, value=None, root=root)
+        kind: SpecifierKind = kind_text  # pyright: ignore[reportAssignmentType]
+        raw = arguments.get(argument)
+        if raw is None and kind == "path":
+            raw = "."  # an omitted path (Glob, Grep, ListDirectory) is the working directory
+        value = raw if isinstance(raw, str) else None
+        if value is None:
+            return cls(tool=tool, kind=kind, value=None, root=root)
+        if kind == "command":
+            return cls(tool=tool, kind=kind, value=value, root=root, shell=split_command(value))
+        if kind == "path":
+            return cls(tool=tool, kind=kind, value=value, root=root, path=resolve_path(value, root))
+        return cls(tool=tool, kind=kind, value=value, root=root)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One permission rule, as written and parsed.
+
+    Attributes:
+        text: the rule as written (what the audit log names).
+        tool: the tool-name pattern.
+        specifier: the part in parentheses (None for a bare name or ``(*)``).
+        source: where the rule came from (a settings file path, or ``code``).
+        exact: the specifier is literal text, not a pattern (the grants of an "allow for
+            this session" answer about a command).
+    """
+
+    text: str
+    tool: str
+    specifier: str | None = None
+    source: str = "code"
+    exact: bool = False
+    _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _form: Form = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        server = re.fullmatch(r"mcp__[A-Za-z0-9_-]+?", self.tool)
+        pattern = ".*".join(re.escape(p) for p in self.tool.split("*"))
+        if server is not None and "__" not in self.tool[5:]:
+            pattern += "(?:__.*)?"  # ``mcp__server`` covers the server's tools
+        object.__setattr__(self, "_name", re.compile(pattern))
+        spec = self.specifier
+        form: Form = "any"
+        if spec is not None and self.exact:
+            form = "exact"
+        elif spec is not None:
+            form = "prefix" if spec.endswith(":*") else "glob"
+            form = "domain" if spec.startswith("domain:") else form
+        object.__setattr__(self, "_form", form)
+
+    @property
+    def bare(self) -> bool:
+        """True when the rule names a tool without a specifier (it matches every call)."""
+        return self._form == "any"
+
+    def names(self, tool: str) -> bool:
+        """Whether the rule's name part matches tool name ``tool``."""
+        return self._name.fullmatch(tool) is not None
+
+    def _fits(self, target: Target) -> bool:
+        """Whether the specifier's form applies to the target's kind (warn once if not)."""
+        if target.kind is None:
+            return False
+        if self._form in _FORMS_FOR[target.kind]:
+            return True
+        key = (self.text, target.tool.name)
+        if key not in _warned:
+            _warned.add(key)
+            _log.warning(
+                "permission rule %r (from %s) cannot match %s calls: its specifier is not a "
+                "%s specifier, so the rule never applies to them",
+                self.text,
+                self.source,
+                target.tool.name,
+                target.kind,
+            )
+        return False
+
+    def matches(self, target: Target, *, allow: bool) -> bool:
+        """Whether the rule matches a non-command target (``allow``: the strict reading)."""
+        if not self.names(target.tool.name):
+            return False
+        if self.bare:
+            return True
+        if target.value is None or not self._fits(target):
+            return False
+        spec = self.specifier
+        assert spec is not None
+        if target.kind == "path":
+            assert target.path is not None
+            return path_matches(spec, target.path, target.root, allow=allow)
+        if target.kind == "url":
+            host = url_host(target.value, web_only=allow)
+            if self._form == "domain":
+                return host is not None and domain_matches(spec[7:], host)
+            return (host is not None or not allow) and _glob(spec, target.value.strip())
+        if self._form == "exact":
+            return target.value == spec
+        if self._form == "prefix":
+            return target.value.startswith(spec[:-2])
+        return _glob(spec, target.value)
+
+    def matches_segment(self, segment: Segment, *, allow: bool) -> bool:
+        """Whether the specifier matches one shell segment (name and kind checked already).
+
+        For allow, the segment's text must match and a write to a file needs a rule that
+        mentions ``>``; for deny and ask, the text or the bare text may match.
+        """
+        if self.bare:
+            return True
+        spec = self.specifier or ""
+        if not self.exact:
+            spec = " ".join(spec.split())
+        if allow:
+            if segment.writes and ">" not in spec:
+                return False
+            return _command_matches(self._form, spec, segment.text)
+        return _command_matches(self._form, spec, segment.text) or _command_matches(
+            self._form, spec, segment.bare
+        )
+
+    def applies_to_command(self, target: Target) -> bool:
+        """The rule names this command tool and can read its specifier."""
+        return self.names(target.tool.name) and (self.bare or self._fits(target))
+
+
+def _glob(spec: str, value: str) -> bool:
+    return glob_regex(spec).fullmatch(value) is not None
+
+
+def _command_matches(form: Form, spec: str, text: str) -> bool:
+    if form == "exact":
+        return text == spec
+    if form == "prefix":
+        prefix = spec[:-2].rstrip()
+        return text == prefix or text.startswith(prefix + " ")
+    if "*" in spec:
+        return _glob(spec, text)
+    return text == spec
+
+
+def _check_specifier(text: str, spec: str) -> None:
+    if not spec.strip():
+        raise ValueError(
+            "the specifier in parentheses is empty; write Name or Name(*) for every call"
+        )
+    body = spec[:-2] if spec.endswith(":*") else spec
+    if ":*" in body:
+        raise ValueError("':*' marks a prefix and must end the specifier, as in Bash(git log:*)")
+    if spec.endswith(":*") and not body.strip():
+        raise ValueError("a prefix rule needs text before ':*', as in Bash(git log:*)")
+    if spec.startswith("domain:") and not _HOST.fullmatch(spec[7:]):
+        raise ValueError(
+            f"{spec[7:]!r} is not a host name; write domain:example.com or domain:*.example.com "
+            "(no scheme, path or port)"
+        )
+
+
+def parse_rule(text: str, *, source: str = "code") -> Rule:
+    """Parse a rule such as ``Bash(git status:*)``; raise ``PermissionConfigError`` if invalid.
+
+    Args:
+        text: the rule.
+        source: where it came from, named in errors and kept on the rule.
+    """
+    if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise PermissionConfigError(
+            f"{source}: permission rule {text!r} is not a string", source=source, rule=repr(text)
+        )
+    stripped = text.strip()
+    name, sep, rest = stripped.partition("(")
+    try:
+        if not _NAME.fullmatch(name):
+            raise ValueError(
+                "a rule starts with a tool name (letters, digits, _ and -, with * as a wildcard), "
+                "optionally followed by a specifier in parentheses, as in Bash(git status:*)"
+            )
+        spec: str | None = None
+        if sep:
+            if not rest.endswith(")"):
+                raise ValueError("the specifier is missing its closing ')'")
+            spec = rest[:-1]
+            _check_specifier(stripped, spec)
+            if spec.strip() == "*":
+                spec = None
+    except ValueError as exc:
+        raise PermissionConfigError(
+            f"{source}: invalid permission rule {text!r}: {exc}", source=source, rule=text
+        ) from None
+    return Rule(text=stripped, tool=name, specifier=spec, source=source)
