@@ -94,13 +94,26 @@ def numbered(number: int, line: str) -> str:
     return f"{number:>6}\t{line}"
 
 
-def _regular(f: BinaryIO, shown: str) -> ToolReturn | os.stat_result:
-    st = os.fstat(f.fileno())
+def open_regular(
+    ws: Workspace, path: str, flags: int = os.O_RDONLY, *, parents: bool = False
+) -> tuple[int, os.stat_result] | ToolReturn:
+    """A descriptor of a regular file in ``ws`` and its status, or the error result."""
+    try:
+        fd = ws.open(path, flags, 0o666, parents=parents)
+    except WorkspaceError as exc:
+        return fail(str(exc))
+    shown = f'"{path}"'
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        return fail(f"Could not read {shown}: {exc.strerror or exc}.")
+    if stat.S_ISREG(st.st_mode):
+        return fd, st
+    os.close(fd)
     if stat.S_ISDIR(st.st_mode):
         return fail(f"{shown} is a directory, not a file; use ListDirectory or Glob to see it.")
-    if not stat.S_ISREG(st.st_mode):
-        return fail(f"{shown} is not a regular file (a device, socket or FIFO); it cannot be read.")
-    return st
+    return fail(f"{shown} is not a regular file (a device, socket or FIFO); it cannot be used.")
 
 
 # --- Read -------------------------------------------------------------------------------------
@@ -156,16 +169,12 @@ class Read(FunctionTool):
             Field(ge=1, description=f"How many lines to read (default {DEFAULT_LINE_LIMIT})."),
         ] = None,
     ) -> ToolReturn | list[TextBlock | ImageBlock]:
-        ws = self.workspace
-        try:
-            fd = ws.open(file_path)
-        except WorkspaceError as exc:
-            return fail(str(exc))
+        opened = open_regular(self.workspace, file_path)
+        if isinstance(opened, ToolReturn):
+            return opened
+        fd, st = opened
         shown = f'"{file_path}"'
         with os.fdopen(fd, "rb") as f:
-            st = _regular(f, shown)
-            if isinstance(st, ToolReturn):
-                return st
             head = f.read(SNIFF_BYTES)
             media = image_type(head)
             if media is not None:
@@ -304,14 +313,11 @@ class Write(FunctionTool):
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:
             return fail(f"content cannot be written as UTF-8 ({exc.reason}); nothing was written.")
-        try:
-            fd = self.workspace.open(file_path, os.O_WRONLY | os.O_CREAT, 0o666, parents=True)
-        except WorkspaceError as exc:
-            return fail(str(exc))
+        opened = open_regular(self.workspace, file_path, os.O_WRONLY | os.O_CREAT, parents=True)
+        if isinstance(opened, ToolReturn):
+            return opened
+        fd, st = opened
         with os.fdopen(fd, "wb") as f:
-            st = _regular(f, shown)
-            if isinstance(st, ToolReturn):
-                return st
             os.ftruncate(f.fileno(), 0)
             f.write(data)
         lines = line_count(content)
@@ -376,14 +382,11 @@ class Edit(FunctionTool):
             return fail("old_string is empty; give the text to replace (use Write for new files).")
         if old_string == new_string:
             return fail("old_string and new_string are the same; there is nothing to change.")
-        try:
-            fd = self.workspace.open(file_path, os.O_RDWR)
-        except WorkspaceError as exc:
-            return fail(str(exc))
+        opened = open_regular(self.workspace, file_path, os.O_RDWR)
+        if isinstance(opened, ToolReturn):
+            return opened
+        fd, st = opened
         with os.fdopen(fd, "r+b") as f:
-            st = _regular(f, shown)
-            if isinstance(st, ToolReturn):
-                return st
             if st.st_size > MAX_EDIT_BYTES:
                 return fail(
                     f"{shown} is {st.st_size:,} bytes; Edit changes files of up to "

@@ -17,22 +17,29 @@ import bisect
 import os
 import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from dive.toolkit._files import SNIFF_BYTES, as_workspace, fail, is_binary, path_metadata
+from dive.toolkit._walk import (
+    DIR_FLAGS,
+    FILE_FLAGS,
+    Found,
+    Scan,
+    glob_regex,
+    join,
+    open_prefix,
+    split_literal,
+    walk,
+    walk_notes,
+)
 from dive.toolkit._workspace import PathOutsideWorkspaceError, Workspace, WorkspaceError
 from dive.tools import FunctionTool, ToolAnnotations, ToolReturn
 
-__all__ = ["Glob", "Grep", "ListDirectory", "glob_regex"]
+__all__ = ["Glob", "Grep", "ListDirectory"]
 
-SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
-MAX_WALK_FILES = 100_000
-"""A walk stops (and the result says it is incomplete) after this many files."""
-MAX_DEPTH = 128
 GLOB_LIMIT = 100
 """Paths ``Glob`` returns at most (the newest)."""
 GREP_HEAD_LIMIT = 250
@@ -44,174 +51,6 @@ MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 """Larger files are not searched (the result counts them)."""
 LIST_LIMIT = 1000
 """Entries ``ListDirectory`` shows at most."""
-
-_DIR_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_DIRECTORY", 0)
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
-_FILE_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_NONBLOCK", 0)
-)
-_READ_ONLY = ToolAnnotations(read_only=True, idempotent=True)
-
-
-# --- glob patterns ----------------------------------------------------------------------------
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex matching ``/``-separated relative paths against a glob pattern.
-
-    ``*`` and ``?`` stay within one path segment, ``**`` as a whole segment matches any number
-    of segments (none included), ``[abc]``/``[!abc]`` are classes and ``{a,b}`` alternatives.
-
-    Args:
-        pattern: the glob pattern, e.g. ``src/**/*.py`` or ``*.{ts,tsx}``.
-    """
-    out: list[str] = []
-    depth = 0
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        at_segment = i == 0 or pattern[i - 1] == "/"
-        if c == "*" and pattern.startswith("**", i) and at_segment:
-            if pattern.startswith("**/", i):
-                out.append("(?:[^/]*/)*")
-                i += 3
-                continue
-            if i + 2 == n:
-                out.append(".*")
-                i += 2
-                continue
-        if c == "*":
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := _class_end(pattern, i)) > 0:
-            body = pattern[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif c == "{" and "}" in pattern[i:]:
-            out.append("(?:")
-            depth += 1
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "}" and depth:
-            out.append(")")
-            depth -= 1
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.append(")" * depth)
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index of the ``]`` closing the class opened at ``start``, or -1."""
-    j = start + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    end = pattern.find("]", j)
-    return end
-
-
-def _split_literal(pattern: str) -> tuple[str, str]:
-    """``(directory part without glob characters, the rest)``."""
-    segments = pattern.split("/")
-    literal: list[str] = []
-    for seg in segments[:-1]:
-        if any(ch in seg for ch in "*?[{"):
-            break
-        literal.append(seg)
-    return "/".join(literal), "/".join(segments[len(literal) :])
-
-
-# --- the walk ---------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Scan:
-    """What a walk counted (files seen, directories it could not read, whether it stopped)."""
-
-    files: int = 0
-    unreadable: int = 0
-    incomplete: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    rel: str
-    name: str
-    dir_fd: int  # valid while the walk is at this file
-    st: os.stat_result
-
-
-def _walk(
-    fd: int, rel: str, scan: _Scan, max_depth: int | None = None, depth: int = 0
-) -> Iterator[_Found]:
-    """Regular files under directory ``fd``, never following symbolic links."""
-    try:
-        with os.scandir(fd) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        scan.unreadable += 1
-        return
-    subdirs: list[str] = []
-    for entry in entries:
-        try:
-            st = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            if entry.name not in SKIP_DIRS:
-                subdirs.append(entry.name)
-        elif stat.S_ISREG(st.st_mode):
-            if scan.files >= MAX_WALK_FILES:
-                scan.incomplete = True
-                return
-            scan.files += 1
-            yield _Found(rel=_join(rel, entry.name), name=entry.name, dir_fd=fd, st=st)
-    if depth >= MAX_DEPTH or (max_depth is not None and depth >= max_depth):
-        return
-    for name in subdirs:
-        try:
-            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        except OSError:  # vanished, or swapped for a link: not entered
-            scan.unreadable += 1
-            continue
-        try:
-            yield from _walk(sub, _join(rel, name), scan, max_depth, depth + 1)
-        finally:
-            os.close(sub)
-        if scan.incomplete:
-            return
-
-
-def _join(rel: str, name: str) -> str:
-    return f"{rel}/{name}" if rel and rel != "." else name
-
-
-def _walk_notes(scan: _Scan) -> list[str]:
-    notes: list[str] = []
-    if scan.incomplete:
-        notes.append(
-            f"[Search incomplete: it stopped after {MAX_WALK_FILES:,} files. Narrow the "
-            "path or pattern.]"
-        )
-    if scan.unreadable:
-        notes.append(f"[{scan.unreadable} directories could not be read and were skipped.]")
-    return notes
 
 
 # --- Glob -------------------------------------------------------------------------------------
@@ -262,29 +101,29 @@ class Glob(FunctionTool):
         ws = self.workspace
         base = path if path is not None else "."
         if os.path.isabs(pattern):
-            prefix, rest = _split_literal(pattern)
+            prefix, rest = split_literal(pattern)
             base, pattern = prefix or "/", rest
         if ".." in pattern.split("/"):
             return fail(
                 f'The pattern "{pattern}" contains "..". Patterns match below the search '
                 "directory; pass the directory to search as path instead."
             )
-        prefix, rest = _split_literal(pattern)
+        prefix, rest = split_literal(pattern)
         regex = glob_regex(pattern)
         max_depth = None if "**" in rest else rest.count("/")
         try:
-            fd, base_rel = ws.open_relative(base, _DIR_FLAGS)
+            fd, base_rel = ws.open_relative(base, DIR_FLAGS)
         except WorkspaceError as exc:
             return fail(str(exc))
-        scan = _Scan()
+        scan = Scan()
         found: list[tuple[float, str]] = []
         try:
-            start = _open_prefix(fd, prefix)
+            start = open_prefix(fd, prefix)
             if start is not None:
                 try:
-                    for item in _walk(start, prefix, scan, max_depth):
+                    for item in walk(start, prefix, scan, max_depth):
                         if regex.match(item.rel):
-                            found.append((item.st.st_mtime, _join(base_rel, item.rel)))
+                            found.append((item.st.st_mtime, join(base_rel, item.rel)))
                 finally:
                     os.close(start)
         finally:
@@ -298,24 +137,8 @@ class Glob(FunctionTool):
                 f"[Results truncated: {len(found):,} files match; these are the {GLOB_LIMIT} "
                 "newest. Use a narrower pattern or path.]"
             )
-        lines.extend(_walk_notes(scan))
+        lines.extend(walk_notes(scan))
         return ToolReturn(content="\n".join(lines))
-
-
-def _open_prefix(fd: int, prefix: str) -> int | None:
-    """A new descriptor of directory ``prefix`` under ``fd`` (links not followed), or None."""
-    current = os.dup(fd)
-    for name in prefix.split("/") if prefix else ():
-        if name in ("", "."):
-            continue
-        try:
-            nxt = os.open(name, _DIR_FLAGS, dir_fd=current)
-        except OSError:
-            os.close(current)
-            return None
-        os.close(current)
-        current = nxt
-    return current
 
 
 # --- Grep -------------------------------------------------------------------------------------
@@ -450,9 +273,9 @@ def _file_filter(glob: str | None) -> tuple[re.Pattern[str], bool, bool] | None:
 
 def _search(
     fd: int, rel: str, query: _GrepQuery, filt: tuple[re.Pattern[str], bool, bool] | None
-) -> ToolReturn | tuple[list[str], _Scan, int]:
+) -> ToolReturn | tuple[list[str], Scan, int]:
     st = os.fstat(fd)
-    scan = _Scan()
+    scan = Scan()
     if not stat.S_ISDIR(st.st_mode):
         if not stat.S_ISREG(st.st_mode):
             return fail(f'"{rel}" is not a regular file or directory; Grep cannot search it.')
@@ -465,7 +288,7 @@ def _search(
     entries: list[str] = []
     dated: list[tuple[float, str]] = []
     too_big = 0
-    for item in _walk(fd, "", scan):
+    for item in walk(fd, "", scan):
         if filt is not None:
             regex, whole, exclude = filt
             if bool(regex.match(item.rel if whole else item.name)) == exclude:
@@ -476,7 +299,7 @@ def _search(
         data = _read_at(item)
         if data is None or is_binary(data[:SNIFF_BYTES]):
             continue
-        shown = _join(rel, item.rel)
+        shown = join(rel, item.rel)
         if query.mode == "files_with_matches":
             if _matches(data, query):
                 dated.append((item.st.st_mtime, shown))
@@ -501,10 +324,10 @@ def _read_limited(fd: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read_at(item: _Found) -> bytes | None:
+def _read_at(item: Found) -> bytes | None:
     """The file's bytes, opened relative to its directory without following links."""
     try:
-        fd = os.open(item.name, _FILE_FLAGS, dir_fd=item.dir_fd)
+        fd = os.open(item.name, FILE_FLAGS, dir_fd=item.dir_fd)
     except OSError:
         return None
     try:
@@ -578,7 +401,7 @@ def _entries_of(shown: str, data: bytes, query: _GrepQuery, out: list[str]) -> l
     return out
 
 
-def _page(entries: list[str], offset: int, limit: int, scan: _Scan, too_big: int) -> str:
+def _page(entries: list[str], offset: int, limit: int, scan: Scan, too_big: int) -> str:
     page: list[str] = []
     size = 0
     for entry in entries[offset : offset + limit]:
@@ -599,7 +422,7 @@ def _page(entries: list[str], offset: int, limit: int, scan: _Scan, too_big: int
         )
     if too_big:
         notes.append(f"[{too_big} files over {MAX_GREP_FILE_BYTES:,} bytes were not searched.]")
-    notes.extend(_walk_notes(scan))
+    notes.extend(walk_notes(scan))
     return "\n".join(page + notes)
 
 
@@ -642,7 +465,7 @@ class ListDirectory(FunctionTool):
     ) -> ToolReturn:
         ws = self.workspace
         try:
-            fd, rel = ws.open_relative(path, _DIR_FLAGS)
+            fd, rel = ws.open_relative(path, DIR_FLAGS)
         except WorkspaceError as exc:
             return fail(str(exc))
         try:
@@ -680,7 +503,7 @@ def _describe(ws: Workspace, fd: int, rel: str, entry: os.DirEntry[str]) -> tupl
     if stat.S_ISLNK(mode):
         try:
             target = os.readlink(name, dir_fd=fd)
-            ws.resolve(_join(rel, name))
+            ws.resolve(join(rel, name))
         except PathOutsideWorkspaceError:
             return "link", name, f"link  {name} -> (outside the workspace; cannot be used)"
         except OSError:

@@ -1,0 +1,219 @@
+"""The walk below a workspace directory, and glob patterns.
+
+:func:`walk` starts from a directory descriptor (one :meth:`Workspace.open_relative` gave)
+and holds one descriptor per level: each subdirectory is opened relative to its parent with
+``O_DIRECTORY | O_NOFOLLOW``, and files are yielded with the descriptor of their directory, to
+be opened relative to it with ``O_NOFOLLOW``. Symbolic links are never followed, so a link out
+of the root, or one swapped in while the walk runs, is skipped, not entered. Only regular files
+are yielded; ``.git``, ``.hg`` and ``.svn`` are skipped; the walk stops after
+``MAX_WALK_FILES`` files and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "DIR_FLAGS",
+    "FILE_FLAGS",
+    "Found",
+    "Scan",
+    "glob_regex",
+    "join",
+    "open_prefix",
+    "split_literal",
+    "walk",
+    "walk_notes",
+]
+
+SKIP_DIRS = frozenset({".git", ".hg", ".svn"})
+MAX_WALK_FILES = 100_000
+"""A walk stops (and the result says it is incomplete) after this many files."""
+MAX_DEPTH = 128
+
+DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+FILE_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
+
+
+# --- glob patterns ----------------------------------------------------------------------------
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A regex matching ``/``-separated relative paths against a glob pattern.
+
+    ``*`` and ``?`` stay within one path segment, ``**`` as a whole segment matches any number
+    of segments (none included), ``[abc]``/``[!abc]`` are classes and ``{a,b}`` alternatives.
+
+    Args:
+        pattern: the glob pattern, e.g. ``src/**/*.py`` or ``*.{ts,tsx}``.
+    """
+    out: list[str] = []
+    depth = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        at_segment = i == 0 or pattern[i - 1] == "/"
+        if c == "*" and pattern.startswith("**", i) and at_segment:
+            if pattern.startswith("**/", i):
+                out.append("(?:[^/]*/)*")
+                i += 3
+                continue
+            if i + 2 == n:
+                out.append(".*")
+                i += 2
+                continue
+        if c == "*":
+            while i < n and pattern[i] == "*":
+                i += 1
+            out.append("[^/]*")
+            continue
+        if c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := _class_end(pattern, i)) > 0:
+            body = pattern[i + 1 : end]
+            negate = body[:1] in ("!", "^")
+            body = body[1:] if negate else body
+            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif c == "{" and "}" in pattern[i:]:
+            out.append("(?:")
+            depth += 1
+        elif c == "," and depth:
+            out.append("|")
+        elif c == "}" and depth:
+            out.append(")")
+            depth -= 1
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.append(")" * depth)
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index of the ``]`` closing the class opened at ``start``, or -1."""
+    j = start + 1
+    if j < len(pattern) and pattern[j] in "!^":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1
+    end = pattern.find("]", j)
+    return end
+
+
+def split_literal(pattern: str) -> tuple[str, str]:
+    """``(directory part without glob characters, the rest)``."""
+    segments = pattern.split("/")
+    literal: list[str] = []
+    for seg in segments[:-1]:
+        if any(ch in seg for ch in "*?[{"):
+            break
+        literal.append(seg)
+    return "/".join(literal), "/".join(segments[len(literal) :])
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Scan:
+    """What a walk counted (files seen, directories it could not read, whether it stopped)."""
+
+    files: int = 0
+    unreadable: int = 0
+    incomplete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    rel: str
+    name: str
+    dir_fd: int  # valid while the walk is at this file
+    st: os.stat_result
+
+
+def walk(
+    fd: int, rel: str, scan: Scan, max_depth: int | None = None, depth: int = 0
+) -> Iterator[Found]:
+    """Regular files under directory ``fd``, never following symbolic links."""
+    try:
+        with os.scandir(fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        scan.unreadable += 1
+        return
+    subdirs: list[str] = []
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            if entry.name not in SKIP_DIRS:
+                subdirs.append(entry.name)
+        elif stat.S_ISREG(st.st_mode):
+            if scan.files >= MAX_WALK_FILES:
+                scan.incomplete = True
+                return
+            scan.files += 1
+            yield Found(rel=join(rel, entry.name), name=entry.name, dir_fd=fd, st=st)
+    if depth >= MAX_DEPTH or (max_depth is not None and depth >= max_depth):
+        return
+    for name in subdirs:
+        try:
+            sub = os.open(name, DIR_FLAGS, dir_fd=fd)
+        except OSError:  # vanished, or swapped for a link: not entered
+            scan.unreadable += 1
+            continue
+        try:
+            yield from walk(sub, join(rel, name), scan, max_depth, depth + 1)
+        finally:
+            os.close(sub)
+        if scan.incomplete:
+            return
+
+
+def join(rel: str, name: str) -> str:
+    return f"{rel}/{name}" if rel and rel != "." else name
+
+
+def walk_notes(scan: Scan) -> list[str]:
+    notes: list[str] = []
+    if scan.incomplete:
+        notes.append(
+            f"[Search incomplete: it stopped after {MAX_WALK_FILES:,} files. Narrow the "
+            "path or pattern.]"
+        )
+    if scan.unreadable:
+        notes.append(f"[{scan.unreadable} directories could not be read and were skipped.]")
+    return notes
+
+
+def open_prefix(fd: int, prefix: str) -> int | None:
+    """A new descriptor of directory ``prefix`` under ``fd`` (links not followed), or None."""
+    current = os.dup(fd)
+    for name in prefix.split("/") if prefix else ():
+        if name in ("", "."):
+            continue
+        try:
+            nxt = os.open(name, DIR_FLAGS, dir_fd=current)
+        except OSError:
+            os.close(current)
+            return None
+        os.close(current)
+        current = nxt
+    return current
