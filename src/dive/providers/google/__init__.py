@@ -12,10 +12,22 @@ if importlib.util.find_spec("google.genai") is None:  # pragma: no cover - depen
         "the Google provider needs google-genai: pip install 'dive-agents[google]'"
     )
 
-from dive.providers.google._mapping import build_config, build_contents
+from dive.providers.google._capabilities import GeminiCapabilities, capabilities_for
+from dive.providers.google._config import build_config
+from dive.providers.google._contents import UnsupportedContentError, build_contents
 from dive.providers.google._model import GeminiModel
+from dive.providers.google._settings import GeminiSettings, SafetySetting
 
-__all__ = ["GeminiModel", "build_config", "build_contents"]
+__all__ = [
+    "GeminiCapabilities",
+    "GeminiModel",
+    "GeminiSettings",
+    "SafetySetting",
+    "UnsupportedContentError",
+    "build_config",
+    "build_contents",
+    "capabilities_for",
+]
 
 from dive._public import publish as _publish
 

@@ -1,179 +1,53 @@
-"""Gemini request and response mapping (``google-genai`` REST shapes, as plain dicts).
+"""Gemini responses → dive: parts to content blocks, usage, whole responses.
 
-Tool results become ``functionResponse`` parts of a user turn; a thought signature on a
-function call is kept on ``ToolCall.signature`` (base64) and sent back on the same part, only to
-Gemini; signatures on other parts live in ``provider_state``. Calls without ids get
-``call_<n>``. Thought parts become thinking blocks stamped ``google`` and go back only to Gemini.
+A thought signature on a function call is kept on ``ToolCall.signature`` (URL-safe base64, as
+the SDK gives it) and goes back on the same part, only to Gemini; signatures on other parts live
+in ``provider_state`` by content index. Calls (and code blocks) without ids get a fresh random
+id (``call_<24 hex>``), unique across turns and sessions. Thought parts become thinking blocks
+stamped ``google``; code execution parts server-tool blocks; images image blocks; the
+candidate's grounding, citation and URL context metadata unknown blocks of those types (kept,
+never sent back); any other part an unknown ``part`` block that goes back only to Gemini.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Sequence
+import secrets
 from typing import Any, cast
 
-from dive.llm import ModelRequest, ModelResponse, Usage
+from dive.llm import ModelResponse, Usage
 from dive.messages import (
     Base64Source,
     ContentBlock,
     ImageBlock,
     JSONValue,
-    Message,
     ProviderState,
+    ServerToolCall,
+    ServerToolResult,
     TextBlock,
     ThinkingBlock,
     ToolCall,
+    UnknownBlock,
 )
-from dive.providers._history import sendable
+from dive.providers.google._contents import CODE_EXECUTION, CODE_RESULT, LABEL
 
-__all__ = ["LABEL", "build_config", "build_contents", "map_response", "map_usage"]
+__all__ = [
+    "LABEL",
+    "METADATA_KEYS",
+    "PartMapper",
+    "dumps_args",
+    "map_response",
+    "map_usage",
+    "metadata_blocks",
+    "new_id",
+]
 
-LABEL = "google"
 Json = dict[str, Any]
 
-
-def _bytes(signature: str) -> bytes:
-    """Signatures come back from the SDK as URL-safe base64; accept either alphabet."""
-    padded = signature + "=" * (-len(signature) % 4)
-    return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
-
-
-def _part_of(block: ContentBlock) -> Json | None:
-    if isinstance(block, TextBlock):
-        return {"text": block.text} if block.text else None
-    if isinstance(block, ImageBlock) and isinstance(block.source, Base64Source):
-        return {"inline_data": {"mime_type": block.source.media_type, "data": block.source.data}}
-    if isinstance(block, ThinkingBlock) and block.provider == LABEL:
-        part: Json = {"text": block.thinking, "thought": True}
-        if block.signature:
-            part["thought_signature"] = _bytes(block.signature)
-        return part
-    if isinstance(block, ToolCall):
-        part = {
-            "function_call": {"name": block.name, "args": dict(block.arguments), "id": block.id}
-        }
-        if block.signature and block.provider == LABEL:
-            part["thought_signature"] = _bytes(block.signature)
-        return part
-    return None
-
-
-def _text_signatures(m: Message) -> dict[int, str]:
-    """Signatures of non-call parts, by content index, from Gemini's own provider state."""
-    state = m.provider_state
-    if state is None or state.provider != LABEL or not isinstance(state.data, list):
-        return {}
-    out: dict[int, str] = {}
-    for entry in state.data:
-        if isinstance(entry, dict) and isinstance(entry.get("block"), int):
-            out[cast(int, entry["block"])] = str(entry.get("signature") or "")
-    return out
-
-
-def build_contents(messages: Sequence[Message]) -> tuple[list[Json], list[str]]:
-    """Gemini ``contents`` and the text of any system-role messages.
-
-    A call without a result is answered (``sendable``) right after the results of its group,
-    as a ``function_response`` whose response is ``{"error": <Unknown result text>}``.
-    """
-    contents: list[Json] = []
-    system: list[str] = []
-    names: dict[str, str] = {}
-    for m in sendable(messages):
-        if m.role == "system":
-            if m.text:
-                system.append(m.text)
-            continue
-        if m.role == "tool":
-            r = m.tool_result
-            if r is None:
-                continue
-            name = names.pop(r.tool_call_id, r.name or "")
-            key = "error" if r.is_error else "output"
-            part: Json = {
-                "function_response": {
-                    "name": name,
-                    "id": r.tool_call_id,
-                    "response": {key: r.structured if r.structured is not None else r.text},
-                }
-            }
-            _append(contents, "user", [part])
-            continue
-        role = "model" if m.role == "assistant" else "user"
-        signed = _text_signatures(m)
-        parts: list[Json] = []
-        for i, b in enumerate(m.content):
-            wire = _part_of(b)
-            if wire is None:
-                continue
-            if i in signed and "function_call" not in wire:
-                wire["thought_signature"] = _bytes(signed[i])
-            parts.append(wire)
-        for c in m.tool_calls:
-            names[c.id] = c.name
-        _append(contents, role, parts)
-    return contents, system
-
-
-def _append(contents: list[Json], role: str, parts: list[Json]) -> None:
-    if not parts:
-        return
-    if contents and contents[-1]["role"] == role:
-        contents[-1]["parts"].extend(parts)
-    else:
-        contents.append({"role": role, "parts": parts})
-
-
-def build_config(request: ModelRequest, extra_system: Sequence[str] = ()) -> Json:
-    """``GenerateContentConfig`` fields (snake_case, as the SDK's types take them)."""
-    s = request.settings
-    config: Json = {}
-    system = "\n\n".join(t for t in (request.system, *extra_system) if t)
-    if system:
-        config["system_instruction"] = system
-    if request.tools:
-        config["tools"] = [
-            {
-                "function_declarations": [
-                    {
-                        "name": d.name,
-                        "description": d.description,
-                        "parameters_json_schema": dict(d.input_schema),
-                    }
-                    for d in request.tools
-                ]
-            }
-        ]
-    tc = s.tool_choice
-    if tc is not None and request.tools:
-        mode = {"auto": "AUTO", "any": "ANY", "tool": "ANY", "none": "NONE"}[tc.type]
-        fcc: Json = {"mode": mode}
-        if tc.type == "tool" and tc.name:
-            fcc["allowed_function_names"] = [tc.name]
-        config["tool_config"] = {"function_calling_config": fcc}
-    for key, value in (
-        ("temperature", s.temperature),
-        ("top_p", s.top_p),
-        ("top_k", s.top_k),
-        ("max_output_tokens", s.max_tokens),
-        ("presence_penalty", s.presence_penalty),
-        ("frequency_penalty", s.frequency_penalty),
-    ):
-        if value is not None:
-            config[key] = value
-    if s.stop_sequences:
-        config["stop_sequences"] = list(s.stop_sequences)
-    if s.response_schema is not None:
-        config["response_mime_type"] = "application/json"
-        config["response_json_schema"] = dict(s.response_schema)
-    thinking_on = s.thinking not in (None, "disabled") or s.reasoning_budget
-    if thinking_on:
-        thinking: Json = {"include_thoughts": True}
-        if s.reasoning_budget:
-            thinking["thinking_budget"] = s.reasoning_budget
-        config["thinking_config"] = thinking
-    return config
+IMAGE_BLOCK_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""Image types an ``ImageBlock`` holds; other inline data stays an unknown part."""
+METADATA_KEYS = ("grounding_metadata", "citation_metadata", "url_context_metadata")
 
 
 def map_usage(raw: Json | None) -> Usage:
@@ -193,12 +67,30 @@ def map_usage(raw: Json | None) -> Usage:
     )
 
 
+def new_id(prefix: str) -> str:
+    """A fresh id for a call or code block the API sent without one (unique across sessions)."""
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def _standard_base64(data: str) -> str:
+    """The SDK dumps bytes as URL-safe base64; blocks keep the standard alphabet."""
+    padded = data + "=" * (-len(data) % 4)
+    return base64.b64encode(base64.urlsafe_b64decode(padded)).decode()
+
+
 class PartMapper:
-    """Parts → content blocks, numbering calls without ids."""
+    """Parts → content blocks: ids for calls without one, signatures of other parts.
+
+    Text, thought and function call parts become text, thinking and tool call blocks; code
+    execution parts become ``ServerToolCall`` / ``ServerToolResult`` blocks (``code_execution``,
+    the part's JSON kept as their input and content); an image becomes an ``ImageBlock``; any
+    other part an ``UnknownBlock`` of type ``part`` holding its JSON. Only Gemini gets these
+    blocks back.
+    """
 
     def __init__(self) -> None:
-        self.calls = 0
         self.signatures: list[JSONValue] = []
+        self._code: str | None = None  # the executable code block awaiting its result
 
     def block(self, part: Json, at: int = 0) -> ContentBlock | None:
         """The block for ``part``.
@@ -207,27 +99,65 @@ class PartMapper:
         recorded with it in provider state.
         """
         signature = part.get("thought_signature")
+        if part.get("thought"):
+            return ThinkingBlock(
+                thinking=str(part.get("text") or ""),
+                signature=str(signature or ""),
+                provider=LABEL,
+            )
         call = part.get("function_call")
         if isinstance(call, dict):
             c = cast("Json", call)
-            self.calls += 1
             return ToolCall(
-                id=str(c.get("id") or f"call_{self.calls}"),
+                id=str(c.get("id") or new_id("call")),
                 name=str(c.get("name") or ""),
                 arguments=cast("Json", c.get("args") or {}),
                 signature=str(signature) if signature else None,
                 provider=LABEL if signature else None,
             )
-        if signature and not part.get("thought"):
+        block = self._other(part, bool(signature))
+        if block is not None and signature:
             self.signatures.append({"block": at, "signature": str(signature)})
-        text = part.get("text")
-        if part.get("thought"):
-            return ThinkingBlock(
-                thinking=str(text or ""), signature=str(signature or ""), provider=LABEL
+        return block
+
+    def _other(self, part: Json, signed: bool) -> ContentBlock | None:
+        code = part.get("executable_code")
+        if isinstance(code, dict):
+            code_json = cast("Json", code)
+            self._code = str(code_json.get("id") or new_id("code"))
+            return ServerToolCall(
+                id=self._code, name=CODE_EXECUTION, input=code_json, provider=LABEL
             )
-        if text:
-            return TextBlock(text=str(text))
-        return None
+        result = part.get("code_execution_result")
+        if isinstance(result, dict):
+            result_json = cast("Json", result)
+            answered = str(result_json.get("id") or self._code or new_id("code"))
+            self._code = None
+            return ServerToolResult(
+                tool_use_id=answered, result_type=CODE_RESULT, content=result_json, provider=LABEL
+            )
+        inline = part.get("inline_data")
+        if isinstance(inline, dict):
+            blob = cast("Json", inline)
+            if blob.get("mime_type") in IMAGE_BLOCK_TYPES and isinstance(blob.get("data"), str):
+                source = Base64Source(
+                    media_type=str(blob["mime_type"]), data=_standard_base64(str(blob["data"]))
+                )
+                return ImageBlock(source=source)
+        rest = {k: v for k, v in part.items() if k != "thought_signature"}
+        if set(rest) <= {"text"}:
+            text = str(rest.get("text") or "")
+            return TextBlock(text=text) if text or signed else None
+        return UnknownBlock(provider=LABEL, block_type="part", data=rest)
+
+
+def metadata_blocks(candidate: Json) -> list[ContentBlock]:
+    """The candidate's grounding, citation and URL context metadata, as unknown blocks."""
+    return [
+        UnknownBlock(provider=LABEL, block_type=key, data=cast("Json", candidate[key]))
+        for key in METADATA_KEYS
+        if isinstance(candidate.get(key), dict) and candidate[key]
+    ]
 
 
 def map_response(raw: Json, requested: str, mapper: PartMapper | None = None) -> ModelResponse:
@@ -251,6 +181,7 @@ def map_response(raw: Json, requested: str, mapper: PartMapper | None = None) ->
         block = mapper.block(cast("Json", part), len(blocks))
         if block is not None:
             blocks.append(block)
+    blocks.extend(metadata_blocks(candidate))
     finish = candidate.get("finish_reason")
     state = None
     if mapper.signatures:

@@ -15,6 +15,7 @@ from typing import Any, cast
 import google.genai as genai
 from google.genai import errors as genai_errors
 from google.genai import types
+from pydantic import ValidationError
 
 from dive.errors import (
     MissingCredentialsError,
@@ -34,6 +35,7 @@ from dive.llm import (
     MessageStop,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     PricingInfo,
     SignatureDelta,
     StreamEvent,
@@ -52,15 +54,18 @@ from dive.providers._retry import (
     status_retryable,
     transport_errors,
 )
+from dive.providers.google._config import WarnOnce, build_config, check_settings
+from dive.providers.google._contents import build_contents
 from dive.providers.google._mapping import (
     LABEL,
+    METADATA_KEYS,
     PartMapper,
-    build_config,
-    build_contents,
     dumps_args,
     map_response,
     map_usage,
+    metadata_blocks,
 )
+from dive.providers.google._settings import GeminiSettings
 
 __all__ = ["GeminiModel"]
 
@@ -120,26 +125,44 @@ def _dump(obj: Any) -> Json:
     return cast("Json", obj.model_dump(mode="json", exclude_none=True))
 
 
+def _text_kind(part: Json) -> str | None:
+    """``thought`` or ``text`` for the parts that stream into one open block, else None."""
+    if part.get("thought"):
+        return "thought"
+    if set(part) - {"thought_signature"} <= {"text"}:
+        return "text"
+    return None
+
+
 class _StreamMapper:
-    """Gemini stream chunks → dive stream events."""
+    """Gemini stream chunks → dive stream events.
+
+    Consecutive text (or thought) parts stream into one block; any other part closes it and
+    is a whole block of its own (a call's arguments as one input delta). The candidate's
+    metadata (grounding, citations, URL context) becomes blocks at the end.
+    """
 
     def __init__(self, model: GeminiModel) -> None:
         self.model = model
         self.started = False
         self.parts = PartMapper()
         self.next_index = 0
-        self.text: int | None = None
-        self.thinking: int | None = None
-        self.open: list[int] = []
+        self.current: tuple[str, int] | None = None  # the open text or thought block
         self.finish_reason: str | None = None
         self.usage: Json = {}
-        self.ended = False
+        self.metadata: Json = {}
 
     def _start(self, block: Any) -> tuple[int, StreamEvent]:
         index = self.next_index
         self.next_index += 1
-        self.open.append(index)
         return index, ContentBlockStart(index=index, block=block)
+
+    def _close(self) -> list[StreamEvent]:
+        if self.current is None:
+            return []
+        index = self.current[1]
+        self.current = None
+        return [ContentBlockStop(index=index)]
 
     def feed(self, raw: Any) -> list[StreamEvent]:
         chunk = _dump(raw)
@@ -157,43 +180,52 @@ class _StreamMapper:
             content = cast("Json", cand.get("content") or {})
             for part in content.get("parts") or ():
                 out.extend(self._part(cast("Json", part)))
+            self.metadata.update({k: cand[k] for k in METADATA_KEYS if cand.get(k)})
             if cand.get("finish_reason"):
                 self.finish_reason = str(cand["finish_reason"])
         return out
 
     def _part(self, part: Json) -> list[StreamEvent]:
-        at = self.text if self.text is not None and "function_call" not in part else self.next_index
+        kind = _text_kind(part)
+        continuing = self.current is not None and self.current[0] == kind
+        at = self.current[1] if continuing and self.current else self.next_index
         block = self.parts.block(part, at)
-        out: list[StreamEvent] = []
+        if block is None:
+            return []
+        if isinstance(block, ThinkingBlock | TextBlock):
+            return self._text(block, continuing)
+        out = self._close()
         if isinstance(block, ToolCall):
             index, ev = self._start(replace(block, arguments={}))
-            out += [
-                ev,
-                ContentBlockDelta(
-                    index=index,
-                    delta=InputJSONDelta(partial_json=dumps_args(dict(block.arguments))),
-                ),
-            ]
-            out.append(ContentBlockStop(index=index))
-            self.open.remove(index)
-        elif isinstance(block, ThinkingBlock):
-            if self.thinking is None:
-                self.thinking, ev = self._start(ThinkingBlock(thinking="", provider=LABEL))
-                out.append(ev)
-            out.append(
-                ContentBlockDelta(index=self.thinking, delta=ThinkingDelta(thinking=block.thinking))
-            )
+            delta = InputJSONDelta(partial_json=dumps_args(dict(block.arguments)))
+            out += [ev, ContentBlockDelta(index=index, delta=delta)]
+        else:
+            index, ev = self._start(block)
+            out.append(ev)
+        out.append(ContentBlockStop(index=index))
+        return out
+
+    def _text(self, block: ThinkingBlock | TextBlock, continuing: bool) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        if not continuing or self.current is None:
+            out += self._close()
+            thought = isinstance(block, ThinkingBlock)
+            empty = ThinkingBlock(thinking="", provider=LABEL) if thought else TextBlock(text="")
+            index, ev = self._start(empty)
+            out.append(ev)
+            self.current = ("thought" if thought else "text", index)
+        index = self.current[1]
+        if isinstance(block, ThinkingBlock):
+            if block.thinking:
+                out.append(
+                    ContentBlockDelta(index=index, delta=ThinkingDelta(thinking=block.thinking))
+                )
             if block.signature:
                 out.append(
-                    ContentBlockDelta(
-                        index=self.thinking, delta=SignatureDelta(signature=block.signature)
-                    )
+                    ContentBlockDelta(index=index, delta=SignatureDelta(signature=block.signature))
                 )
-        elif isinstance(block, TextBlock):
-            if self.text is None:
-                self.text, ev = self._start(TextBlock(text=""))
-                out.append(ev)
-            out.append(ContentBlockDelta(index=self.text, delta=TextDelta(text=block.text)))
+        elif block.text:
+            out.append(ContentBlockDelta(index=index, delta=TextDelta(text=block.text)))
         return out
 
     def finish_events(self) -> list[StreamEvent]:
@@ -203,7 +235,10 @@ class _StreamMapper:
             )
             err.retryable = True  # nothing may have been delivered: the loop decides
             raise err
-        out: list[StreamEvent] = [ContentBlockStop(index=i) for i in self.open]
+        out = self._close()
+        for block in metadata_blocks(self.metadata):
+            index, ev = self._start(block)
+            out += [ev, ContentBlockStop(index=index)]
         usage = map_usage(self.usage)
         usage = usage.with_cost(self.model._cost(usage))  # pyright: ignore[reportPrivateUsage]
         state = None
@@ -217,7 +252,27 @@ class _StreamMapper:
 
 
 class GeminiModel:
-    """A Gemini model. ``GeminiModel("gemini-2.5-flash")`` reads ``GEMINI_API_KEY``."""
+    """A Gemini model. ``GeminiModel("gemini-2.5-flash")`` reads ``GEMINI_API_KEY``.
+
+    Args:
+        model: the model id (``gemini-2.5-flash``, ``gemini-3-pro-preview``…); its family
+            decides how thinking settings map (``thinkingBudget`` or ``thinkingLevel``) and
+            which ones it refuses.
+        client: a ready ``google.genai.Client`` (then ``api_key``, ``base_url`` and
+            ``vertexai`` are not used).
+        api_key: the API key (default: ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``).
+        base_url: another endpoint (a proxy, a local simulator).
+        vertexai: use Vertex AI (credentials from the environment) instead of the Gemini API.
+        retry: the retry policy (default ``RetryPolicy()``).
+        streaming: stream responses (``streamGenerateContent``) or not.
+        pricing: prices that replace the ``genai-prices`` ones.
+        settings: Gemini-specific request settings (safety settings, function calling mode
+            and allowed names, Gemini's own tools, extra config fields).
+
+    Raises:
+        MissingCredentialsError: no API key was given or found (and neither ``client`` nor
+            ``vertexai``).
+    """
 
     def __init__(
         self,
@@ -230,6 +285,7 @@ class GeminiModel:
         retry: RetryPolicy | None = None,
         streaming: bool = True,
         pricing: PricingInfo | None = None,
+        settings: GeminiSettings | None = None,
     ) -> None:
         if client is None:
             key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
@@ -244,6 +300,8 @@ class GeminiModel:
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
+        self.settings = settings or GeminiSettings()
+        self._warn = WarnOnce()
 
     @property
     def name(self) -> str:
@@ -260,14 +318,25 @@ class GeminiModel:
     def _cost(self, usage: Any) -> float | None:
         return cost_of(usage, provider="google", model=self._model, override=self.pricing)
 
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse settings this model cannot honour (``UnsupportedSettingError``)."""
+        check_settings(settings, self._model, warn=self._warn)
+
     def _args(self, request: ModelRequest) -> Json:
-        contents, extra = build_contents(request.messages)
-        config = types.GenerateContentConfig.model_validate(build_config(request, extra))
-        return {
-            "model": self._model,
-            "contents": [types.Content.model_validate(c) for c in contents],
-            "config": config,
-        }
+        """The SDK call's arguments; every local refusal is a ``UserError``."""
+        contents, extra = build_contents(request.messages, model=self._model)
+        fields = build_config(
+            request, extra, model=self._model, gemini=self.settings, warn=self._warn
+        )
+        try:
+            config = types.GenerateContentConfig.model_validate(fields)
+            wire = [types.Content.model_validate(c) for c in contents]
+        except ValidationError as exc:
+            raise UserError(
+                f"google-genai refused the request before sending it (check "
+                f"GeminiSettings.extra_config and the message content): {exc}"
+            ) from exc
+        return {"model": self._model, "contents": wire, "config": config}
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         args = self._args(request)
