@@ -252,6 +252,9 @@ async def test_links_that_stay_inside_the_root_work(ws: Workspace, root: Path) -
     assert (root / "real" / "f.txt").read_text() == "bye\n"
     assert (root / "f-link.txt").is_symlink()
     assert await ok(Glob(ws), pattern="*.txt", path="alias") == "real/f.txt"
+    assert await ok(Glob(ws), pattern="alias/*.txt") == "real/f.txt"
+    missing = await ok(Glob(ws), pattern="gone/*.txt")
+    assert missing.startswith('No files match "gone/*.txt"')
 
 
 # --- Write ------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ from dive.toolkit._walk import (
     Scan,
     glob_regex,
     join,
-    open_prefix,
     split_literal,
     walk,
     walk_notes,
@@ -111,27 +110,26 @@ class Glob(FunctionTool):
         prefix, rest = split_literal(pattern)
         regex = glob_regex(pattern)
         max_depth = None if "**" in rest else rest.count("/")
-        try:
-            fd, base_rel = ws.open_relative(base, DIR_FLAGS)
-        except WorkspaceError as exc:
+        try:  # the literal directory part of the pattern goes through the same check
+            fd, start_rel = ws.open_relative(join(base, prefix) if prefix else base, DIR_FLAGS)
+        except PathOutsideWorkspaceError as exc:
             return fail(str(exc))
+        except WorkspaceError as exc:
+            if not prefix:
+                return fail(str(exc))
+            return _no_prefix(ws, base, pattern)
         scan = Scan()
         found: list[tuple[float, str]] = []
         try:
-            start = open_prefix(fd, prefix)
-            if start is not None:
-                try:
-                    for item in walk(start, prefix, scan, max_depth):
-                        if regex.match(item.rel):
-                            found.append((item.st.st_mtime, join(base_rel, item.rel)))
-                finally:
-                    os.close(start)
+            for item in walk(fd, "", scan, max_depth):
+                if regex.match(join(prefix, item.rel)):
+                    found.append((item.st.st_mtime, join(start_rel, item.rel)))
         finally:
             os.close(fd)
         found.sort(key=lambda f: (-f[0], f[1]))
         lines = [p for _, p in found[:GLOB_LIMIT]]
         if not lines:
-            lines.append(f'No files match "{pattern}" in "{base_rel}".')
+            lines.append(f'No files match "{pattern}" in "{base}".')
         if len(found) > GLOB_LIMIT:
             lines.append(
                 f"[Results truncated: {len(found):,} files match; these are the {GLOB_LIMIT} "
@@ -139,6 +137,16 @@ class Glob(FunctionTool):
             )
         lines.extend(walk_notes(scan))
         return ToolReturn(content="\n".join(lines))
+
+
+def _no_prefix(ws: Workspace, base: str, pattern: str) -> ToolReturn:
+    """The pattern's directory part is missing: no match, if the search directory exists."""
+    try:
+        fd, _ = ws.open_relative(base, DIR_FLAGS)
+    except WorkspaceError as exc:
+        return fail(str(exc))
+    os.close(fd)
+    return ToolReturn(content=f'No files match "{pattern}" in "{base}".')
 
 
 # --- Grep -------------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ __all__ = [
     "Scan",
     "glob_regex",
     "join",
-    "open_prefix",
     "split_literal",
     "walk",
     "walk_notes",
@@ -201,19 +200,3 @@ def walk_notes(scan: Scan) -> list[str]:
     if scan.unreadable:
         notes.append(f"[{scan.unreadable} directories could not be read and were skipped.]")
     return notes
-
-
-def open_prefix(fd: int, prefix: str) -> int | None:
-    """A new descriptor of directory ``prefix`` under ``fd`` (links not followed), or None."""
-    current = os.dup(fd)
-    for name in prefix.split("/") if prefix else ():
-        if name in ("", "."):
-            continue
-        try:
-            nxt = os.open(name, DIR_FLAGS, dir_fd=current)
-        except OSError:
-            os.close(current)
-            return None
-        os.close(current)
-        current = nxt
-    return current
