@@ -23,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dive.agent import ApprovalDecision
-from dive.permissions._modes import PermissionMode, mode_default, parse_mode, plan_denial
+from dive.permissions._modes import (
+    PermissionMode,
+    is_read_only,
+    mode_default,
+    parse_mode,
+    plan_denial,
+)
 from dive.permissions._paths import url_host
 from dive.permissions._rules import Rule, Target, parse_rule
 from dive.permissions._settings import PermissionConfig
@@ -151,7 +157,7 @@ class PermissionEngine:
                 decided_by="rule",
                 rule=denied.text,
             )
-        if mode == "plan" and not tool.definition.read_only:
+        if mode == "plan" and not is_read_only(tool):
             return plan_denial(tool)
         allowed = self._allowed(target)
         if allowed is not None:

@@ -5,7 +5,9 @@ mode               a call no rule decided
 =================  ==========================================================================
 ``default``        allowed; asked when its tool is ``requires_approval``
 ``plan``           read-only tools as in ``default``; every other tool is denied, whatever the
-                   allow rules and grants say (plan mode changes nothing)
+                   allow rules and grants say (plan mode changes nothing). Read-only means
+                   ``effect_type="read_only"`` or annotated ``read_only=True`` (an open-world
+                   reader such as ``WebFetch`` counts)
 ``accept_edits``   ``edit`` tools (tag ``edit`` or ``ToolAnnotations(edit=True)``) allowed,
                    even ``requires_approval`` ones; the rest as in ``default``
 ``bypass``         allowed (ask rules too); only deny rules stop a call. Alias
@@ -28,6 +30,7 @@ __all__ = [
     "MODES",
     "PermissionMode",
     "is_edit_tool",
+    "is_read_only",
     "mode_default",
     "parse_mode",
     "plan_denial",
@@ -65,6 +68,11 @@ def is_edit_tool(tool: Tool) -> bool:
     return "edit" in tool.definition.tags or bool(tool.annotations.edit)
 
 
+def is_read_only(tool: Tool) -> bool:
+    """``effect_type="read_only"`` or annotated ``read_only=True``: what ``plan`` allows."""
+    return tool.definition.read_only or tool.annotations.read_only is True
+
+
 def plan_denial(tool: Tool) -> ApprovalDecision:
     """The denial of a tool that is not read-only, in plan mode."""
     return ApprovalDecision(
@@ -94,6 +102,6 @@ def mode_default(mode: PermissionMode, tool: Tool) -> ApprovalDecision:
             decided_by="mode",
             rule=rule,
         )
-    if mode == "plan" and not tool.definition.read_only:
+    if mode == "plan" and not is_read_only(tool):
         return plan_denial(tool)
     return ApprovalDecision(kind="ask" if asks else "allow", decided_by="mode", rule=rule)

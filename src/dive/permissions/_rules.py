@@ -155,20 +155,23 @@ class Rule:
 
     def _fits(self, target: Target) -> bool:
         """Whether the specifier's form applies to the target's kind (warn once if not)."""
-        if target.kind is None:
-            return False
-        if self._form in _FORMS_FOR[target.kind]:
+        if target.kind is not None and self._form in _FORMS_FOR[target.kind]:
             return True
         key = (self.text, target.tool.name)
         if key not in _warned:
             _warned.add(key)
+            why = (
+                "the tool declares no permission metadata (dive.permission.argument / .kind)"
+                if target.kind is None
+                else f"its specifier is not a {target.kind} specifier"
+            )
             _log.warning(
-                "permission rule %r (from %s) cannot match %s calls: its specifier is not a "
-                "%s specifier, so the rule never applies to them",
+                "permission rule %r (from %s) cannot match %s calls: %s, so only a bare-name "
+                "rule applies to them",
                 self.text,
                 self.source,
                 target.tool.name,
-                target.kind,
+                why,
             )
         return False
 
@@ -178,7 +181,7 @@ class Rule:
             return False
         if self.bare:
             return True
-        if target.value is None or not self._fits(target):
+        if not self._fits(target) or target.value is None:
             return False
         spec = self.specifier
         assert spec is not None
@@ -235,21 +238,23 @@ def _command_matches(form: Form, spec: str, text: str) -> bool:
     return text == spec
 
 
-def _check_specifier(text: str, spec: str) -> None:
+def _check_specifier(spec: str) -> None:
     if not spec.strip():
         raise ValueError(
             "the specifier in parentheses is empty; write Name or Name(*) for every call"
         )
+    if spec.startswith("domain:"):
+        if not _HOST.fullmatch(spec[7:]):
+            raise ValueError(
+                f"{spec[7:]!r} is not a host name; write domain:example.com or "
+                "domain:*.example.com (no scheme, path or port)"
+            )
+        return
     body = spec[:-2] if spec.endswith(":*") else spec
     if ":*" in body:
         raise ValueError("':*' marks a prefix and must end the specifier, as in Bash(git log:*)")
     if spec.endswith(":*") and not body.strip():
         raise ValueError("a prefix rule needs text before ':*', as in Bash(git log:*)")
-    if spec.startswith("domain:") and not _HOST.fullmatch(spec[7:]):
-        raise ValueError(
-            f"{spec[7:]!r} is not a host name; write domain:example.com or domain:*.example.com "
-            "(no scheme, path or port)"
-        )
 
 
 def parse_rule(text: str, *, source: str = "code") -> Rule:
@@ -276,7 +281,7 @@ def parse_rule(text: str, *, source: str = "code") -> Rule:
             if not rest.endswith(")"):
                 raise ValueError("the specifier is missing its closing ')'")
             spec = rest[:-1]
-            _check_specifier(stripped, spec)
+            _check_specifier(spec)
             if spec.strip() == "*":
                 spec = None
     except ValueError as exc:
