@@ -130,7 +130,8 @@ class _Page:
 
 
 @functools.cache
-def _converter() -> Any:
+def _converter_class() -> Any:
+    """The markdownify converter, minus the parts of a page that are not its text."""
     from markdownify import MarkdownConverter
 
     def drop(self: Any, el: Any, text: str, parent_tags: Any) -> str:
@@ -146,7 +147,7 @@ def _converter() -> Any:
         convert_object = drop
         convert_embed = drop
 
-    return _Converter(heading_style="ATX", bullets="-", strip_document="strip")
+    return _Converter
 
 
 def html_to_markdown(document: str) -> tuple[str | None, str]:
@@ -161,7 +162,8 @@ def html_to_markdown(document: str) -> tuple[str | None, str]:
     require_extras("html_to_markdown")
     found = _TITLE.search(document)
     title = " ".join(html.unescape(found.group(1)).split()) if found else None
-    markdown: str = _converter().convert(document)
+    converter = _converter_class()(heading_style="ATX", bullets="-", strip_document="strip")
+    markdown: str = converter.convert(document)
     lines = [line.rstrip() for line in markdown.strip().splitlines()]
     return title or None, _BLANK_RUNS.sub("\n\n", "\n".join(lines))
 
@@ -209,6 +211,14 @@ def _decode(page: _Page) -> str:
         return page.body.decode(charset or "utf-8", errors="replace")
     except LookupError:
         return page.body.decode("utf-8", errors="replace")
+
+
+def _page_text(page: _Page) -> tuple[str | None, str]:
+    """``(title, text)`` of a page: HTML as Markdown, other text as it is."""
+    text = _decode(page)
+    if page.mime in _HTML_TYPES:
+        return html_to_markdown(text)
+    return None, text
 
 
 class WebFetch(Tool):
@@ -320,7 +330,9 @@ class WebFetch(Tool):
             )
         except (AddressRefusedError, _FetchError) as exc:
             return _error(f"Could not fetch {args.url}: {exc}")
-        return self._render(args.url, page, args.offset)
+        # decoding and conversion of a large page take a while: off the event loop
+        title, text = await asyncio.to_thread(_page_text, page)
+        return self._render(args.url, page, title, text, args.offset)
 
     async def _fetch(self, url: str) -> _Page:
         """Fetch ``url`` under the policy, following redirects by hand (no time limit here)."""
@@ -434,11 +446,9 @@ class WebFetch(Tool):
             truncated=truncated,
         )
 
-    def _render(self, requested: str, page: _Page, offset: int) -> ToolReturn:
-        text = _decode(page)
-        title = None
-        if page.mime in _HTML_TYPES:
-            title, text = html_to_markdown(text)
+    def _render(
+        self, requested: str, page: _Page, title: str | None, text: str, offset: int
+    ) -> ToolReturn:
         header = [f"URL: {page.url}"]
         if page.redirects:
             header.append(f"Redirected from: {requested}")
