@@ -552,3 +552,13 @@ def test_records_without_approvals_load_unchanged_and_encode_without_the_field()
     turn = Turn.from_json(old)
     assert turn.tool_calls[0].approvals == ()
     assert "approvals" not in turn.to_json()
+
+
+def test_the_example_in_the_docs_runs_and_prints_what_the_docs_say(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "permissions.md").read_text()
+    code = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = doc.split("prints\n\n```\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/permissions.md", "exec"), {"__name__": "docs_example"})
+    assert capsys.readouterr().out == printed
