@@ -562,3 +562,53 @@ def test_the_example_in_the_docs_runs_and_prints_what_the_docs_say(
     printed = doc.split("prints\n\n```\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/permissions.md", "exec"), {"__name__": "docs_example"})
     assert capsys.readouterr().out == printed
+
+
+async def test_a_partial_resume_keeps_its_decision_in_the_stored_suspension() -> None:
+    kit = Kit()
+    policy = permission_policy(PermissionConfig.from_rules(ask=["Bash(git push:*)"]))
+    store = MemorySessionStore()
+    agent, _ = agent_for(
+        kit,
+        [
+            tool_use(
+                call("Bash", {"command": "git push a"}, id="c1"),
+                call("Bash", {"command": "git push b"}, id="c2"),
+            ),
+            text("ok"),
+        ],
+        policy,
+        session=store.session("s"),
+    )
+    first = await agent.run("push both")
+    assert first.status == "suspended"
+    partial = await agent.run(tool_results={"c1": ToolApproval(approved=False)})
+    assert partial.status == "suspended"
+    snap = await store.load("s")
+    assert snap.open_turn is not None
+    assert decisions(snap.open_turn) == [
+        ("c1", "ask", "rule", "Bash(git push:*)"),
+        ("c1", "deny", "resume", None),
+        ("c2", "ask", "rule", "Bash(git push:*)"),
+    ]
+    assert snap.open_turn.suspension is not None
+    assert snap.open_turn.suspension.tool_calls == snap.open_turn.tool_calls
+    done = await agent.run(tool_results={"c2": ToolApproval(approved=True)})
+    assert done.status == "completed"
+    assert kit.ran == ["Bash:git push b"]
+    assert [e.decided_by for e in audit_log(done.turn)] == ["rule", "resume", "rule", "resume"]
+
+
+async def test_a_hook_verdict_wins_over_the_rules_and_is_recorded_as_hook() -> None:
+    kit = Kit()
+
+    def approve(ctx: HookContext) -> None:
+        ctx.approved = True
+
+    policy = permission_policy(PermissionConfig.from_rules(deny=["Bash(rm:*)"]))
+    agent, _ = agent_for(
+        kit, [sh("rm -rf build", "c1"), text("ok")], policy, hooks=Hooks(pre_tool_use=[approve])
+    )
+    result = await agent.run("clean")
+    assert kit.ran == ["Bash:rm -rf build"]
+    assert decisions(result.turn) == [("c1", "allow", "hook", None)]
