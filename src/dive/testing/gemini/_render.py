@@ -240,6 +240,8 @@ def _candidate(reply: SimReply, parts: list[dict[str, Any]], *, final: bool) -> 
         candidate["finishReason"] = reply.finish_reason
         if reply.finish_message is not None:
             candidate["finishMessage"] = reply.finish_message
+        if reply.candidate_fields:
+            candidate.update(_copy(reply.candidate_fields))
     candidate["index"] = 0
     return candidate
 

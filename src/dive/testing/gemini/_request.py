@@ -7,10 +7,11 @@ Routes are ``POST /{version}/{model}:generateContent`` and ``:streamGenerateCont
 Parsing checks shapes only, with the messages the API uses for them (the field-violation
 style ``* GenerateContentRequest.contents: contents is not specified\n``): contents present
 and non-empty, roles ``user`` / ``model`` (absent means ``user``), non-empty ``parts``, one
-data field per part, names on calls, responses and declarations. Part keys may also be
-snake_case (proto JSON accepts both spellings; the SDK itself sends some nested objects, such
-as ``thinkingConfig``, in snake_case); parsed parts use camelCase. The conversation rules live
-in ``_validate``.
+data field per part, names on calls, responses and declarations, a media type and data on
+inline data and a URI on file data (also in the parts of a function response; sim wording).
+Part keys may also be snake_case (proto JSON accepts both spellings; the SDK itself sends some
+nested objects, such as ``thinkingConfig``, in snake_case); parsed parts use camelCase. The
+conversation rules live in ``_validate``, the options checked against the model in ``_config``.
 """
 
 from __future__ import annotations
@@ -211,6 +212,7 @@ def _parts(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
             raise _violation(
                 f"{where}.data", "required oneof field 'data' must have one initialized field"
             )
+        _check_media(part, where)
         for key, field_path in (
             ("functionCall", "function_call"),
             ("functionResponse", "function_response"),
@@ -231,6 +233,48 @@ def _parts(value: object, path: str) -> tuple[Mapping[str, Any], ...]:
                 )
         parts.append(part)
     return tuple(parts)
+
+
+def _blob_fields(blob: Mapping[str, Any], where: str, names: tuple[str, ...]) -> None:
+    for camel in names:
+        snake = re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+        value = blob.get(camel, blob.get(snake))
+        if not isinstance(value, str) or not value:
+            raise _violation(f"{where}.{snake}", "Required field is missing or empty.")
+
+
+def _check_media(part: Mapping[str, Any], where: str) -> None:
+    """``inlineData`` needs ``mimeType`` and ``data``; ``fileData`` needs ``fileUri`` (sim).
+
+    The parts of a ``functionResponse`` each hold ``inlineData`` or ``fileData``.
+    """
+    for key, path, names in (
+        ("inlineData", "inline_data", ("mimeType", "data")),
+        ("fileData", "file_data", ("fileUri",)),
+    ):
+        blob = as_dict(part.get(key))
+        if key in part and blob is None:
+            raise invalid_argument(
+                f"Invalid JSON payload received. Expected an object at {where}.{key}."
+            )
+        if blob is not None:
+            _blob_fields(blob, f"{where}.{path}", names)
+    response = as_dict(part.get("functionResponse"))
+    if response is None or response.get("parts") is None:
+        return
+    for k, raw in enumerate(as_list(response["parts"]) or [None]):
+        inner = as_dict(raw) or {}
+        inner_where = f"{where}.function_response.parts[{k}]"
+        blob = as_dict(inner.get("inlineData", inner.get("inline_data")))
+        file_data = as_dict(inner.get("fileData", inner.get("file_data")))
+        if blob is not None:
+            _blob_fields(blob, f"{inner_where}.inline_data", ("mimeType", "data"))
+        elif file_data is not None:
+            _blob_fields(file_data, f"{inner_where}.file_data", ("fileUri",))
+        else:
+            raise _violation(
+                f"{inner_where}.data", "required oneof field 'data' must have one initialized field"
+            )
 
 
 def _tools(value: object) -> None:

@@ -85,6 +85,9 @@ class SimReply:
             removes the key. ``promptTokenCount`` is raised to ``cachedContentTokenCount`` and
             ``totalTokenCount`` is recomputed unless they are given.
         model_version: ``modelVersion`` (default: the model of the request path).
+        candidate_fields: more fields of the candidate, camelCase, served on the final
+            candidate (the last chunk of a stream): ``groundingMetadata``,
+            ``citationMetadata``, ``urlContextMetadata``, ``safetyRatings``…
         signatures: whether the simulator signs parts that do not say (when True: the first
             ``functionCall`` part; without calls, the last part when the reply has thoughts).
         delay: seconds to wait before the response starts.
@@ -96,6 +99,7 @@ class SimReply:
     finish_message: str | None = None
     usage: Mapping[str, Any] | None = None
     model_version: str | None = None
+    candidate_fields: Mapping[str, Any] | None = None
     signatures: bool = True
     delay: float = 0.0
     chunk_delay: float = 0.0

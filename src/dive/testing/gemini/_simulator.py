@@ -4,7 +4,9 @@ One ``POST /{version}/models/{model}:generateContent`` (or ``:streamGenerateCont
 through these steps (``_generate``):
 
 1. a :class:`SimFault` at the head of the script is answered at once (an edge error);
-2. the body is parsed and validated (400s in Google's envelope; nothing is consumed);
+2. the body is parsed and validated (400s in Google's envelope; nothing is consumed): its
+   shape (``_request``), the conversation rules (``_validate``), then the generation, tool and
+   safety options against the model (``_config``);
 3. the next script item is taken (a callable is called with the body, outside any lock);
    an empty script answers a 500 saying so;
 4. after the reply's ``delay`` the response starts: signatures are issued and remembered, and
@@ -27,6 +29,7 @@ from urllib.parse import parse_qs
 from dive.testing._simbase import SimulatorBase
 from dive.testing.anthropic._http import Outcome, SimHTTPServer
 from dive.testing.gemini import _script
+from dive.testing.gemini._config import check_options
 from dive.testing.gemini._errors import APIErrorAnswer, default_message
 from dive.testing.gemini._outcomes import (
     StreamFault,
@@ -241,6 +244,7 @@ class GeminiSimulator(SimulatorBase):
             return fault_outcome(fault)
         request = parse_request(body)
         validate(request, issuer=self._issuer, check_signatures=self.check_signatures)
+        check_options(request, route.model)
         resolved = self._next_reply(request.body, route, number)
         if isinstance(resolved, SimFault):
             return fault_outcome(resolved)
