@@ -38,7 +38,7 @@ __all__ = [
 _GLOB_CHARS = frozenset("*?[")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ResolvedPath:
     """A call's path, resolved against the workspace root.
 

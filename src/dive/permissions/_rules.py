@@ -67,7 +67,7 @@ _FORMS_FOR: Mapping[SpecifierKind, frozenset[Form]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
     """What one call shows the rules: its tool, and its specifier value read by kind.
 
@@ -108,7 +108,7 @@ class Target:
         return cls(tool=tool, kind=kind, value=value, root=root)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
     """One permission rule, as written and parsed.
 

@@ -40,7 +40,7 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _MAX_DEPTH = 64
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Segment:
     """One simple command of a shell command line.
 
@@ -55,7 +55,7 @@ class Segment:
     writes: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ShellSplit:
     """The simple commands of a command line; ``complete`` is False when it did not parse."""
 
