@@ -4,6 +4,7 @@ from dive.agent._agent import DEFAULT, Agent, UserInput
 from dive.agent._approval import (
     ApprovalDecision,
     ApprovalPolicy,
+    ResumeAwarePolicy,
     ToolApproval,
     allow,
     ask,
@@ -64,6 +65,7 @@ from dive.turns import (
 __all__ = [
     "ApprovalDecision",
     "ApprovalPolicy",
+    "ResumeAwarePolicy",
     "ToolApproval",
     "allow",
     "ask",

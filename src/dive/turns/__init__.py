@@ -31,6 +31,8 @@ from dive.turns._ending import Completed, Ending, Incomplete, ResumeRejected, Su
 from dive.turns._ledger import PHASE_STATE, TRANSITIONS, CallLedger, LedgerError, Phase, Transition
 from dive.turns._records import (
     SCHEMA_VERSION,
+    ApprovalKind,
+    ApprovalRecord,
     CallState,
     IncompleteReason,
     NextStep,
@@ -67,6 +69,8 @@ from dive.turns._state import OpenGroup, TurnState
 from dive.turns._view import TurnView
 
 __all__ = [
+    "ApprovalKind",
+    "ApprovalRecord",
     "HALTED_TEXT",
     "NOT_RUN_TEXT",
     "PHASE_STATE",
