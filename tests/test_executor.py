@@ -444,6 +444,30 @@ def _ask_tool() -> ExecutorTool[Any]:
     )
 
 
+async def test_a_suspend_tool_that_answers_without_suspending_does_not_end_the_turn(
+    sim: anth.AnthropicSimulator, model: AnthropicModel
+) -> None:
+    async def maybe_ask(call: ToolCall, ctx: ExecutorToolContext[Any]) -> Any:
+        return {"answer": "the policy already answers this: ship it"}  # no person needed
+
+    tool = ExecutorTool(
+        definition=ToolDefinition(
+            name="ask_human",
+            description="Ask a person.",
+            input_schema={"type": "object", "properties": {"question": {"type": "string"}}},
+        ),
+        handler=maybe_ask,
+    )
+    sim.add(anth.tool_use("ask_human", {"question": "Ship it?"}), _submit())
+    ex = _executor(model, suspend_tool=tool, options=ExecutorOptions(max_rounds=5))
+    verdict = await ex.execute(Review(diff="x"))
+    assert verdict.decision == "approve"
+    assert len([r for r in sim.requests if r.path == "/v1/messages"]) == 2
+    # the answer went back as a plain tool round: no "you must call submit_result" redirect
+    last = sim.requests[1]["messages"][-1]["content"]
+    assert [b["type"] for b in last] == ["tool_result"]
+
+
 async def test_suspend_then_resume_with_a_framed_answer(
     sim: anth.AnthropicSimulator, model: AnthropicModel
 ) -> None:
@@ -564,3 +588,4 @@ async def test_a_resumed_execution_keeps_the_rounds_it_had_left(
     (call_id,) = suspension.pending_call_ids
     verdict = await ex.resume(suspension, {call_id: "yes"}, tools=tools)  # 2 more rounds
     assert verdict.decision == "approve"
+

@@ -804,8 +804,8 @@ async def test_a_terminal_call_ends_the_turn_once_its_batch_finishes(origin: str
     assert len(model.requests) == 1  # no model call after the batch
     model.assert_consumed()
     assert [result_of(r, i).text for i in ("c1", "c0")] == ["c1", "c0"]
-    # in a parallel batch the terminal call is held out and runs after the others
-    assert flight.order == (["c1", "c0"] if origin in HALTING else ["c0", "c1"])
+    # the terminal call runs after the others, in a parallel batch and a sequential one alike
+    assert flight.order == ["c0", "c1"]
 
 
 async def test_a_failed_terminal_call_does_not_end_the_turn(origin: str) -> None:
@@ -817,10 +817,6 @@ async def test_a_failed_terminal_call_does_not_end_the_turn(origin: str) -> None
     assert r.output_text == "recovered"
 
 
-@pytest.mark.xfail(
-    reason="dive.agent._resume.resume_group ignores batch.terminal: an approved terminal call "
-    "run on resume is followed by another model call"
-)
 async def test_an_approved_terminal_call_ends_the_resumed_turn() -> None:
     body = Runs()
     built = build("decorator", body, terminal=True, requires_approval=True)
@@ -831,10 +827,6 @@ async def test_an_approved_terminal_call_ends_the_resumed_turn() -> None:
     assert done.status == "completed"
 
 
-@pytest.mark.xfail(
-    reason="a terminal call's result is not the run's output yet (output_text reads only the "
-    "assistant text after the last tool result)"
-)
 async def test_a_terminal_calls_result_is_the_final_output() -> None:
     agent, _ = agent_for(build("decorator", Runs(), terminal=True), one_call())
     r = await run(agent)

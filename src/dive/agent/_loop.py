@@ -18,7 +18,7 @@ anything runs, so the record, the events and later requests all carry the new id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -312,9 +312,19 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
         return budget
     if run.setup.durable:
         await checkpoint_step(run, "running the response's tool calls")
-    batch = await run_batch(run, calls)
+    await run_batch(run, calls)
     if state.calls.waiting:
         return Suspended(new=True)
+    return await _after_batch(run, calls)
+
+
+async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
+    """Close a finished batch's group: the output check, a terminal ending, the last call.
+
+    The same for a batch run now and one finished by a resume.
+    """
+    state = run.state
+    limits = run.config.limits
     group = state.close_group()
     if run.config.output.tools and group is not None:
         ending = await _check_output(run, calls, group.results)
@@ -322,7 +332,10 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
             return None
         if ending is not None:
             return ending
-    if batch.terminal:
+    if group is not None and group.ending:
+        result = group.results.get(group.ending[0])
+        if run.config.output.text and not state.has_output and result is not None:
+            state.set_output(result.text)  # a terminal call's result is the final output
         return _COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
         state.add(Message.user(FINAL_ANSWER_TEXT))
@@ -338,6 +351,9 @@ async def run_loop(run: Run) -> Ending:
     plan = run.setup.resume
     if plan is not None:
         ended = await resume_group(run, plan)
+        if ended is not None:
+            return ended
+        ended = await _after_batch(run, plan.calls)
         if ended is not None:
             return ended
     elif run.setup.durable:
@@ -374,7 +390,7 @@ async def run_loop(run: Run) -> Ending:
 
 
 async def _check_output(
-    run: Run, calls: tuple[ToolCall, ...], results: Mapping[str, ToolResult]
+    run: Run, calls: Sequence[ToolCall], results: Mapping[str, ToolResult]
 ) -> Ending | None:
     """Accept the first valid submit call (validators included), or count the failures.
 

@@ -109,9 +109,13 @@ class RunResult(Generic[OutputT]):
         """The final answer: the assistant text after the last tool result, by passage.
 
         Whitespace-only passages (stray blank-line text blocks models emit around thinking and
-        server tools) are skipped, and the answer is stripped at both ends.
+        server tools) are skipped, and the answer is stripped at both ends. A turn a terminal
+        tool ended has no such text: its answer is that call's result (the ``str`` output).
         """
-        return answer_text(self.output_messages)
+        text = answer_text(self.output_messages)
+        if not text and self.has_output and isinstance(self.raw_output, str):
+            return self.raw_output
+        return text
 
     def tool_call_results(self) -> list[ToolCallResultEvent]:
         """Every ``tool_call_result`` event of this invocation, in order."""

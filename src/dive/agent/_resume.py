@@ -24,7 +24,7 @@ from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallResultEvent
 from dive.agent._resume_plan import ResumePlan
 from dive.agent._run import Run
-from dive.agent._toolbatch import Batch, post_hooks, run_approved, run_calls
+from dive.agent._toolbatch import last_in_order, post_hooks, run_approved, run_calls
 from dive.agent._tools import resolve_tools
 from dive.turns import Ending, ResumeRejected, Suspended
 
@@ -59,7 +59,9 @@ async def _accept(run: Run, plan: ResumePlan) -> list[ToolCallResultEvent]:
         tool = run.tools.by_name.get(call.name)
         if tool is not None:
             result = await post_hooks(run, call, tool, result, "supply")
-            if result.is_error and (tool.definition.halts_batch or tool.toolset_name):
+            if result.is_error and (
+                tool.definition.halts_batch or tool.toolset_name or tool.name in run.tools.declared
+            ):
                 state.halt_group()
         state.group_result(call.id, result)
         state.calls.supply(call.id)
@@ -68,7 +70,11 @@ async def _accept(run: Run, plan: ResumePlan) -> list[ToolCallResultEvent]:
 
 
 async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
-    """Apply a resume; an ``Ending`` when the turn stays suspended, else None (go on)."""
+    """Apply a resume; an ``Ending`` when the turn stays suspended, else None.
+
+    On None the group's calls are all answered and the group is still open: the loop closes
+    it as it closes a batch (the output check, a terminal ending).
+    """
     await resolve_tools(run)
     state = run.state
     state.accept(plan.accepted)
@@ -90,13 +96,11 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     await checkpoint_step(run, "resuming with the supplied results")
     for event in events:
         await run.events.emit(event)
-    batch = Batch()
-    for call in plan.calls:
+    for call in last_in_order(run, plan.calls):
         if call.id in plan.approved:
-            await run_approved(run, batch, call, held.get(call.id))
+            await run_approved(run, call, held.get(call.id))
         elif state.calls.phase(call.id) == "not_started":
-            await run_calls(run, batch, [call])
+            await run_calls(run, [call])
         if state.calls.waiting:
             return Suspended(new=True)
-    state.close_group()
-    return None
+    return None  # the group stays open: the loop closes it like any finished batch

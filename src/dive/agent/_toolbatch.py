@@ -1,17 +1,20 @@
 """Tool batch execution: the calls of one model response.
 
 Sequential (whenever a call is ``sequential_only`` or halting, for single calls, and when
-``parallel_tool_execution=False``), per call: check for a stop → check the halted flag →
+``parallel_tool_execution=False``), in model order with ``terminal`` (and ``runs_last``) tools'
+calls moved last, per call: check for a stop → check the halted flag →
 ``tool_call`` event → validate input → ``pre_tool_use`` → permission gate → approval gate
 (its decision noted in the call's record; the policy judges the input a ``pre_tool_use``
 rewrite gave, and a held call keeps it) → check soft stop again → execute in a tool span →
 post hooks → ``tool_call_result`` event.
 
 Parallel: phase 1 prepares each call in order (events, validation, ``pre_tool_use``, gates);
-phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once; calls of
-``terminal`` tools are held out and run after every other call, in model order, so they see
-the batch's side effects. Results are handled in completion order and recorded in call
-order.
+phase 2 runs one task per prepared call, at most ``max_tool_concurrency`` at once. Calls of
+``terminal`` (and ``runs_last``) tools are held out of both phases: once every other call is
+done they are prepared and run one by one, in model order, so they see the batch's side
+effects — and when one of the others suspended the turn they have not started (nor been
+checkpointed as starting), and run on resume. Results are handled in completion order and
+recorded in call order.
 
 Call states change only through the turn's call ledger; results go into the turn's open
 tool group. Every ``tool_call`` event gets exactly one ``tool_call_result``.
@@ -37,7 +40,7 @@ from dive.messages import ToolCall, ToolResult
 from dive.tools import SuspendReason, Tool, ToolCallPreview, suggest_tool_names
 from dive.turns import HALTED_TEXT, OpenGroup, PendingToolCall, Transition
 
-__all__ = ["Batch", "post_hooks", "run_approved", "run_batch", "run_calls"]
+__all__ = ["last_in_order", "post_hooks", "run_approved", "run_batch", "run_calls"]
 
 
 @dataclass(slots=True)
@@ -52,11 +55,14 @@ class Prepared:
     arguments: Mapping[str, Any] | None = None  # a pre_tool_use rewrite (what will run)
 
 
-@dataclass(slots=True)
-class Batch:
-    """What the loop needs to know about a finished batch beyond the turn state."""
+def _runs_last(tool: Tool | None) -> bool:
+    return tool is not None and (tool.definition.terminal or tool.runs_last)
 
-    terminal: bool = False
+
+def last_in_order(run: Run, calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """``calls`` in model order, with terminal (and ``runs_last``) tools' calls moved last."""
+    tools = run.tools.by_name
+    return sorted(calls, key=lambda c: _runs_last(tools.get(c.name)))
 
 
 def _halts(run: Run, tool: Tool) -> bool:
@@ -326,7 +332,7 @@ async def post_hooks(
     return ctx.tool_result if ctx.tool_result is not None else result  # pyright: ignore[reportUnnecessaryComparison]
 
 
-async def _post(run: Run, batch: Batch, p: Prepared, res: ExecResult) -> None:
+async def _post(run: Run, p: Prepared, res: ExecResult) -> None:
     """Post hooks, then the result event, for a call that ran (a suspension: event only)."""
     if res.pending is not None:
         await _wait(run, p.call, res.pending)
@@ -337,7 +343,7 @@ async def _post(run: Run, batch: Batch, p: Prepared, res: ExecResult) -> None:
     if failed and _halts(run, p.tool):
         run.state.halt_group()
     if (p.tool.definition.terminal and not failed) or res.terminal:
-        batch.terminal = True  # a failed terminal call does not end the turn
+        run.state.end_with(p.call.id)  # a failed terminal call does not end the turn
     await _finish(run, p.call, result, how, error=res.error, preview=p.preview)
 
 
@@ -356,16 +362,16 @@ async def _launch(run: Run, calls: Sequence[ToolCall], what: str) -> None:
         raise
 
 
-async def _execute(run: Run, batch: Batch, p: Prepared) -> None:
+async def _execute(run: Run, p: Prepared) -> None:
     """Start one launched call, run it, and handle its result."""
     run.state.calls.start(p.call.id)
     res = await execute_call(run, p.tool, p.call, p.input)
-    await _post(run, batch, p, res)
+    await _post(run, p, res)
     if run.setup.durable:
         await checkpoint_step(run, "the step after a tool result")
 
 
-async def _sequential(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
+async def _sequential(run: Run, calls: Sequence[ToolCall]) -> None:
     ledger = run.state.calls
     for call in calls:
         if ledger.waiting:
@@ -376,10 +382,20 @@ async def _sequential(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None
             continue
         run.check_soft_cancel()
         await _launch(run, [call], f"starting tool call {call.id}")
-        await _execute(run, batch, prepared)
+        await _execute(run, prepared)
 
 
-async def _parallel(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
+async def _parallel(run: Run, calls: Sequence[ToolCall]) -> None:
+    """The pooled calls at once, then the held-out ones (terminal, ``runs_last``) in order."""
+    tools = run.tools.by_name
+    held = [c for c in calls if _runs_last(tools.get(c.name))]
+    pooled = [c for c in calls if not _runs_last(tools.get(c.name))]
+    await _pool(run, pooled)
+    if held:
+        await _sequential(run, held)  # returns at once when a pooled call suspended
+
+
+async def _pool(run: Run, calls: Sequence[ToolCall]) -> None:
     prepared: list[Prepared] = []
     for call in calls:
         run.check_soft_cancel()
@@ -399,28 +415,19 @@ async def _parallel(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
             ledger.start(p.call.id)
             return p, await execute_call(run, p.tool, p.call, p.input)
 
-    # terminal calls are held out: they run after the pooled ones, in model order, so they
-    # see the final state of the batch's side effects
-    held = [p for p in prepared if p.tool.definition.terminal]
     tasks: dict[asyncio.Future[Any], Prepared] = {
-        asyncio.ensure_future(one(p)): p for p in prepared if not p.tool.definition.terminal
+        asyncio.ensure_future(one(p)): p for p in prepared
     }
     try:
         for fut in asyncio.as_completed(tasks):
             p, res = await fut
             if res is not None:
-                await _post(run, batch, p, res)
+                await _post(run, p, res)
                 if run.setup.durable:
                     await checkpoint_step(run, "the step after a tool result")
     except BaseException:
         _abandon(run, tasks)
         raise
-    for p in held:
-        p, res = await one(p)
-        if res is not None:
-            await _post(run, batch, p, res)
-            if run.setup.durable:
-                await checkpoint_step(run, "the step after a tool result")
 
 
 def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
@@ -457,15 +464,16 @@ def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
         task.cancel()
 
 
-async def run_batch(run: Run, calls: Sequence[ToolCall]) -> Batch:
-    """Open the tool group of a response and run its calls."""
+async def run_batch(run: Run, calls: Sequence[ToolCall]) -> None:
+    """Open the tool group of a response and run its calls.
+
+    The calls that end the turn are in the group's ``ending`` when it closes.
+    """
     run.state.open_group(OpenGroup(tuple(calls)))
-    batch = Batch()
-    await run_calls(run, batch, calls)
-    return batch
+    await run_calls(run, calls)
 
 
-async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
+async def run_calls(run: Run, calls: Sequence[ToolCall]) -> None:
     """Run ``calls`` (some of the open group), sequentially or in parallel as allowed."""
     tools = run.tools.by_name
     group = _group(run)
@@ -479,9 +487,9 @@ async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
         )
     )
     if sequential:
-        await _sequential(run, batch, calls)
+        await _sequential(run, last_in_order(run, calls))
     else:
-        await _parallel(run, batch, calls)
+        await _parallel(run, calls)
     if run.state.calls.waiting:
         return  # a suspension is recorded even when a stop was requested meanwhile
     if run.stop_requested and len(group.results) < len(group.calls):
@@ -489,7 +497,7 @@ async def run_calls(run: Run, batch: Batch, calls: Sequence[ToolCall]) -> None:
 
 
 async def run_approved(
-    run: Run, batch: Batch, call: ToolCall, arguments: Mapping[str, Any] | None = None
+    run: Run, call: ToolCall, arguments: Mapping[str, Any] | None = None
 ) -> None:
     """Run a call approved at the gate on resume (its hooks and gates already ran).
 
@@ -507,4 +515,4 @@ async def run_approved(
         return
     run.check_soft_cancel()
     await _launch(run, [call], f"starting tool call {call.id}")
-    await _execute(run, batch, Prepared(call=call, tool=tool, input=value, preview=None))
+    await _execute(run, Prepared(call=call, tool=tool, input=value, preview=None))

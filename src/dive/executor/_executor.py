@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Generic, cast
 
 from pydantic import BaseModel, ValidationError
@@ -237,10 +236,9 @@ class Executor(Generic[RequestT, ResponseT]):
                 raise ExecutorConfigError(
                     f"suspend tool {name!r} collides with a caller-registered tool of the same name"
                 )
-            held = replace(
-                self.suspend_tool, definition=replace(self.suspend_tool.definition, terminal=True)
-            )
-            out.append(HandlerTool(held, trace, outcomes))  # terminal: held out like submit
+            asker = HandlerTool(self.suspend_tool, trace, outcomes)
+            asker.runs_last = True  # it sees the batch's other results; an answer goes on
+            out.append(asker)
         submit = self.submit_tool
         if submit is not None and submit.name not in tools:
             out.append(

@@ -125,12 +125,16 @@ class Tool(abc.ABC):
     the model's arguments before ``call``; ``preview`` describes a call before it runs.
     Set hints in ``annotations`` fill the definition's unset governance fields (effect type,
     idempotent, sequential, halting) when an agent takes the tool, whatever its origin.
+    ``runs_last`` holds its calls until the rest of a parallel batch is done.
     """
 
     definition: ToolDefinition
     annotations: ToolAnnotations = ToolAnnotations()
     declared_tools: tuple[str, ...] = ()
     toolset_name: str | None = None
+    runs_last: bool = False
+    """Run after the other calls of a parallel batch, like a ``terminal`` tool, without ending
+    the turn (a tool that must see its siblings' effects)."""
 
     @property
     def name(self) -> str:

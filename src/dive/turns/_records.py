@@ -180,6 +180,7 @@ class SuspensionState:
     completed_tool_calls: tuple[str, ...] = ()
     turn_messages: tuple[Message, ...] = ()
     batch_halted: bool = False
+    ending_calls: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
     origin: TurnOrigin = field(default_factory=lambda: TurnOrigin())
     accepted: Mapping[str, JSONValue] = field(default_factory=empty)

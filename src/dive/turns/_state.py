@@ -42,7 +42,7 @@ __all__ = ["OpenGroup", "TurnState"]
 class OpenGroup:
     """The tool calls of one response while they run: results and hook context so far."""
 
-    __slots__ = ("_context", "_halted", "_results", "calls")
+    __slots__ = ("_context", "_ending", "_halted", "_results", "calls")
 
     def __init__(
         self,
@@ -51,11 +51,13 @@ class OpenGroup:
         results: Mapping[str, ToolResult] | None = None,
         context: Mapping[str, str] | None = None,
         halted: bool = False,
+        ending: tuple[str, ...] = (),
     ) -> None:
         self.calls = calls
         self._results: dict[str, ToolResult] = dict(results or {})
         self._context: dict[str, str] = dict(context or {})
         self._halted = halted
+        self._ending: list[str] = list(ending)
 
     @property
     def results(self) -> Mapping[str, ToolResult]:
@@ -71,6 +73,12 @@ class OpenGroup:
     def halted(self) -> bool:
         """True once a halting call failed: later halting calls are not run."""
         return self._halted
+
+    @property
+    def ending(self) -> tuple[str, ...]:
+        """Calls whose success ends the turn once the group is done, in model order."""
+        order = {c.id: i for i, c in enumerate(self.calls)}
+        return tuple(sorted(self._ending, key=lambda i: order.get(i, len(order))))
 
     def result_messages(self) -> list[Message]:
         """Recorded results in call order (no additional context)."""
@@ -202,7 +210,13 @@ class TurnState:
         for m in prefix:
             state.add(m)
         state.open_group(
-            OpenGroup(calls, results=results, context=s.context, halted=s.batch_halted)
+            OpenGroup(
+                calls,
+                results=results,
+                context=s.context,
+                halted=s.batch_halted,
+                ending=s.ending_calls,
+            )
         )
         return state
 
@@ -354,6 +368,12 @@ class TurnState:
         """A halting call failed: later halting calls of the group are not run."""
         assert self._group is not None
         self._group._halted = True  # pyright: ignore[reportPrivateUsage]
+
+    def end_with(self, call_id: str) -> None:
+        """A call of the open group succeeded in ending the turn (a terminal result)."""
+        assert self._group is not None
+        if call_id not in self._group._ending:  # pyright: ignore[reportPrivateUsage]
+            self._group._ending.append(call_id)  # pyright: ignore[reportPrivateUsage]
 
     def close_group(self) -> OpenGroup | None:
         """Record the open group's results (call order, context after) and clear it."""
@@ -575,6 +595,7 @@ class TurnState:
             completed_tool_calls=tuple(c.id for c in group.calls if c.id in group.results),
             turn_messages=tuple(self._record),
             batch_halted=group.halted,
+            ending_calls=group.ending,
             usage=self.turn_usage,
             origin=self._origin,
             accepted=dict(self._accepted),
