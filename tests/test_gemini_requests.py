@@ -18,6 +18,7 @@ from dive.agent import Agent
 from dive.errors import StreamInterruptedError, UnsupportedSettingError
 from dive.llm import ModelRequest, ModelSettings, SettingsChecker, ToolChoice
 from dive.messages import Message, ToolDefinition
+from dive.providers.google import capabilities_for
 from dive.testing.gemini import GeminiSimulator
 from tests.test_gemini_golden import (
     STREAMING,
@@ -188,3 +189,47 @@ async def test_history_of_system_messages_only_sends_a_valid_request(
     assert response.text == "Hello."
     (body,) = bodies(sim)
     golden("instructions_only", "system_message_only", body)
+
+
+# --- the capability table -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("gemini-2.5-flash", "gemini-2.5-flash"),
+        ("models/gemini-2.5-flash-lite-preview-09-2025", "gemini-2.5-flash-lite"),
+        ("publishers/google/models/gemini-2.5-pro", "gemini-2.5-pro"),
+        ("gemini-3-pro-preview", "gemini-3-pro"),
+        ("gemini-3.1-pro-preview", "gemini-3.x-pro"),
+        ("gemini-3-flash-preview", "gemini-3-flash"),
+        ("gemini-3.1-flash-lite", "gemini-3-flash"),
+        ("gemini-2.0-flash", "gemini-2.0"),
+        ("gemma-3-27b-it", "gemma"),
+    ],
+)
+def test_capability_rows(name: str, family: str) -> None:
+    caps = capabilities_for(name)
+    assert caps.known
+    assert caps.family == family
+    assert caps.function_response_media == family.startswith("gemini-3")
+
+
+@STREAMING
+async def test_unknown_model_gets_settings_as_given(
+    sim: GeminiSimulator, streaming: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    sim.add(sim.text("ok"), sim.text("ok"))
+    with caplog.at_level(logging.WARNING, logger="dive.providers.google"):
+        model = gemini(sim, f"gemini-exp-{streaming}")
+        for settings in (
+            ModelSettings(reasoning_effort="xhigh"),
+            ModelSettings(thinking="disabled"),
+        ):
+            await send(model, ModelRequest(messages=HI, settings=settings), streaming)
+    assert not capabilities_for(f"gemini-exp-{streaming}").known
+    assert [b["generationConfig"] for b in bodies(sim)] == [
+        {"thinkingConfig": {"include_thoughts": True, "thinking_level": "XHIGH"}},
+        {"thinkingConfig": {"thinking_budget": 0}},
+    ]
+    assert "does not know the Gemini model" in caplog.text

@@ -88,8 +88,32 @@ def _check_type(media_type: str, block: ImageBlock | DocumentBlock) -> None:
     )
 
 
+_EXTENSIONS = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".heic": "image/heic",
+    ".heif": "image/heif",
+    ".gif": "image/gif",
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+    ".html": "text/html",
+    ".json": "application/json",
+    ".xml": "application/xml",
+}
+
+
 def _guess(uri: str) -> str | None:
+    """The media type a URI's name says (a fixed table first, then the system's)."""
     path = urlsplit(uri).path or uri
+    dot = path.rfind(".")
+    if dot > path.rfind("/"):
+        known = _EXTENSIONS.get(path[dot:].lower())
+        if known is not None:
+            return known
     return mimetypes.guess_type(path, strict=False)[0]
 
 
@@ -122,7 +146,7 @@ def media_part(block: ImageBlock | DocumentBlock) -> Json:
     return {"file_data": file_data}
 
 
-def _model_part(block: ContentBlock) -> Json | None:
+def _wire_part(block: ContentBlock) -> Json | None:
     """A model (or user) content block on the wire, or None when it is not sent to Gemini."""
     match block:
         case TextBlock():
@@ -170,7 +194,7 @@ def _message_parts(m: Message) -> list[Json]:
     parts: list[Json] = []
     wire: Json | None
     for i, b in enumerate(m.content):
-        wire = _model_part(b)
+        wire = _wire_part(b)
         if wire is None and i in signed and isinstance(b, TextBlock):
             wire = {"text": ""}  # an empty part that only carries a signature
         if wire is None:
