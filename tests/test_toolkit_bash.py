@@ -281,7 +281,7 @@ async def test_cancelling_the_call_kills_the_tree(tmp_path: Path, pids: list[int
 
 
 async def test_cancelling_the_run_kills_the_tree(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path)
+    bash = Bash(tmp_path, requires_approval=False)
     token = CancelToken()
     model = ScriptedModel(
         [

@@ -681,7 +681,7 @@ async def test_the_model_sees_each_file_tool_result_through_an_agent(root: Path)
     ]
     script = [tool_use(call(name, args, id=cid)) for cid, name, args in steps]
     model = ScriptedModel([*script, text("done")])
-    agent = Agent(model=model, tools=file_tools(root))
+    agent = Agent(model=model, tools=file_tools(root, ask_before_edits=False))
     result = await agent.run("work on the app")
     assert result.status == "completed"
     seen = {r.tool_call_id: r for m in model.requests[-1].messages if (r := m.tool_result)}
@@ -700,3 +700,35 @@ async def test_the_model_sees_each_file_tool_result_through_an_agent(root: Path)
     assert "outside the workspace root" in seen["x"].text
     assert not any(r.is_error for k, r in seen.items() if k != "x")
     assert (root / "src/app.py").read_text() == "print('bye')\n"
+
+
+async def test_write_edit_and_bash_ask_before_running_by_default(tmp_path: Path) -> None:
+    from dive.agent import ToolApproval
+    from dive.toolkit import Bash
+
+    model = ScriptedModel(
+        [
+            tool_use(
+                call("Write", {"file_path": "a.txt", "content": "hi"}, id="w1"),
+                call("Bash", {"command": "cat a.txt"}, id="b1"),
+            ),
+            text("done"),
+        ]
+    )
+    tools = [*file_tools(tmp_path), Bash(tmp_path)]
+    agent = Agent(model=model, tools=tools, session=MemorySessionStore().session("s"))
+    first = await agent.run("write and show it")
+    assert first.status == "suspended"
+    assert first.turn.suspension is not None
+    held = {p.id: p.reason for p in first.turn.suspension.pending_tool_calls}
+    assert held == {"w1": "approval_required", "b1": "approval_required"}
+    assert not (tmp_path / "a.txt").exists()  # nothing ran before the approval
+    done = await agent.run(
+        tool_results={"w1": ToolApproval(approved=True), "b1": ToolApproval(approved=True)}
+    )
+    assert done.output == "done"
+    assert (tmp_path / "a.txt").read_text() == "hi"
+    edit = next(t for t in file_tools(tmp_path) if t.name == "Edit")
+    assert edit.definition.requires_approval
+    read = next(t for t in file_tools(tmp_path) if t.name == "Read")
+    assert not read.definition.requires_approval

@@ -399,7 +399,9 @@ async def test_the_model_sees_refusals_as_error_results(lay: Layout) -> None:
     model = ScriptedModel(
         [tool_use(*(call(n, a, id=i) for i, n, a in attempts)), text("could not")]
     )
-    result = await Agent(model=model, tools=file_tools(lay.root)).run("exfiltrate")
+    result = await Agent(model=model, tools=file_tools(lay.root, ask_before_edits=False)).run(
+        "exfiltrate"
+    )
     assert result.status == "completed"
     seen = {r.tool_call_id: r for m in model.requests[-1].messages if (r := m.tool_result)}
     assert set(seen) == {i for i, _, _ in attempts}

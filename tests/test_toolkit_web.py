@@ -858,7 +858,7 @@ async def test_bash_and_webfetch_through_an_agent(
             text("done"),
         ]
     )
-    agent = Agent(model=model, tools=[Bash(tmp_path), fetcher])
+    agent = Agent(model=model, tools=[Bash(tmp_path, requires_approval=False), fetcher])
     async with asyncio.timeout(20):
         result = await agent.run("check the release notes")
     assert result.output == "done"

@@ -287,6 +287,9 @@ class Bash(Tool):
         output_cap: characters of merged stdout and stderr returned; past it the first and
             last halves are kept and a note says how many characters were cut.
         kill_grace: seconds between ``SIGTERM`` and ``SIGKILL`` when the group is killed.
+        requires_approval: ask before each command (the approval gate suspends the turn; a
+            permission policy's rules, such as ``Bash(git status:*)``, and mode decide);
+            ``False`` runs every command unasked.
         name: the tool's name.
 
     Raises:
@@ -304,6 +307,7 @@ class Bash(Tool):
         max_timeout: float = 600,
         output_cap: int = 30_000,
         kill_grace: float = 2.0,
+        requires_approval: bool = True,
         name: str = "Bash",
     ) -> None:
         path = Path(root).expanduser()
@@ -345,7 +349,8 @@ class Bash(Tool):
                 "metadata": {
                     "dive.permission.argument": "command",
                     "dive.permission.kind": "command",
-                }
+                },
+                "requires_approval": requires_approval,
             },
         )
 

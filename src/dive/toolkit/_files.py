@@ -282,16 +282,22 @@ class Write(FunctionTool):
     """``Write(file_path, content)``: create or overwrite a file.
 
     Annotated ``edit`` (tag ``"edit"``, so ``accept_edits`` can allow it), destructive and
-    idempotent; permission metadata argument ``file_path``, kind ``path``.
+    idempotent; permission metadata argument ``file_path``, kind ``path``. It asks before
+    writing (``requires_approval``) unless told not to.
 
     Args:
         workspace: the workspace (or its root directory) the tool is confined to.
+        requires_approval: ask before each write (the approval gate, or the permission
+            engine's rules and mode); ``False`` lets every write run.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+    def __init__(
+        self, workspace: Workspace | str | os.PathLike[str], *, requires_approval: bool = True
+    ) -> None:
         self.workspace = as_workspace(workspace)
         super().__init__(
             self._write,
+            requires_approval=requires_approval,
             name="Write",
             description=_WRITE_DESCRIPTION.format(root=self.workspace.root),
             annotations=ToolAnnotations(
@@ -347,16 +353,22 @@ class Edit(FunctionTool):
     """``Edit(file_path, old_string, new_string, replace_all=False)``: exact text replacement.
 
     Annotated ``edit`` (tag ``"edit"``, so ``accept_edits`` can allow it), not destructive,
-    not idempotent; permission metadata argument ``file_path``, kind ``path``.
+    not idempotent; permission metadata argument ``file_path``, kind ``path``. It asks before
+    editing (``requires_approval``) unless told not to.
 
     Args:
         workspace: the workspace (or its root directory) the tool is confined to.
+        requires_approval: ask before each edit (the approval gate, or the permission
+            engine's rules and mode); ``False`` lets every edit run.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+    def __init__(
+        self, workspace: Workspace | str | os.PathLike[str], *, requires_approval: bool = True
+    ) -> None:
         self.workspace = as_workspace(workspace)
         super().__init__(
             self._edit,
+            requires_approval=requires_approval,
             name="Edit",
             description=_EDIT_DESCRIPTION.format(root=self.workspace.root),
             annotations=ToolAnnotations(

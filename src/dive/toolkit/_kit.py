@@ -12,11 +12,16 @@ from dive.tools import Tool
 __all__ = ["file_tools"]
 
 
-def file_tools(root: Workspace | str | os.PathLike[str]) -> list[Tool]:
+def file_tools(
+    root: Workspace | str | os.PathLike[str], *, ask_before_edits: bool = True
+) -> list[Tool]:
     """``Read``, ``Write``, ``Edit``, ``Glob``, ``Grep`` and ``ListDirectory`` for one root.
 
     Args:
         root: the workspace, or its root directory (it must exist).
+        ask_before_edits: ``Write`` and ``Edit`` ask before they run (``requires_approval``:
+            the approval gate suspends, a permission policy's rules and mode decide);
+            ``False`` lets them run unasked.
 
     Returns:
         The tools, sharing one :class:`Workspace`, in that order.
@@ -25,4 +30,12 @@ def file_tools(root: Workspace | str | os.PathLike[str]) -> list[Tool]:
         UserError: ``root`` is not an existing directory.
     """
     ws = as_workspace(root)
-    return [Read(ws), Write(ws), Edit(ws), Glob(ws), Grep(ws), ListDirectory(ws)]
+    ask = ask_before_edits
+    return [
+        Read(ws),
+        Write(ws, requires_approval=ask),
+        Edit(ws, requires_approval=ask),
+        Glob(ws),
+        Grep(ws),
+        ListDirectory(ws),
+    ]
