@@ -14,7 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.mark.parametrize(
     "name",
-    ["typed_output.py", "history_json.py", "review_bot.py", "eval_report.py", "otel_console.py"],
+    [
+        "typed_output.py",
+        "history_json.py",
+        "review_bot.py",
+        "eval_report.py",
+        "otel_console.py",
+        "coding_agent.py",
+    ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline
@@ -29,3 +36,6 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+    if name == "coding_agent.py":  # it fixed the project: the tests fail before, pass after
+        assert "tests pass before? False" in proc.stdout
+        assert "tests pass after? True" in proc.stdout
