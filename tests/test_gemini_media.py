@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from dive.agent import Agent
-from dive.errors import UserError
+from dive.errors import UnsupportedContentError, UserError
 from dive.llm import ModelRequest
 from dive.messages import (
     Base64Source,
@@ -32,7 +32,6 @@ from dive.messages import (
     UrlSource,
     validate_complete_turns,
 )
-from dive.providers.google import UnsupportedContentError
 from dive.testing.gemini import GeminiSimulator
 from tests.test_gemini_golden import (
     STREAMING,

@@ -266,3 +266,24 @@ async def test_a_key_passed_to_a_provider_never_reaches_an_exported_span(
         blob += repr([(e.name, dict(e.attributes or {})) for e in span.events])
         assert key not in blob, span.name
         assert env_key not in blob, span.name
+
+
+async def test_a_key_passed_to_gemini_never_reaches_an_exported_span(spans: Spans) -> None:
+    from dive.providers.google import GeminiModel
+    from dive.testing import gemini as sim_gemini
+
+    key = "corp-gemini-gateway-0123456789abcdef"
+    tracer = OTelTracer(tracer_provider=spans.provider, capture_content=True)
+    with sim_gemini.simulator() as sim:
+        sim.add(sim_gemini.SimFault(status=403, message=f"API key {key} is not valid"))
+        model = GeminiModel("gemini-2.5-flash", api_key=key, base_url=sim.url, retry=FAST)
+        try:
+            result = await Agent(model=model, tracer=tracer).run("hi")
+        finally:
+            await model.aclose()
+    assert result.status == "incomplete"
+    assert key not in str(result.error)
+    for span in spans.all():
+        blob = repr(dict(span.attributes or {})) + repr(span.status.description)
+        blob += repr([(e.name, dict(e.attributes or {})) for e in span.events])
+        assert key not in blob, span.name

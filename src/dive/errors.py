@@ -8,6 +8,7 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   │   └── ContinueWithInputError
     │   ├── ToolDefinitionError        a tool that cannot be built (bad types, duplicate names…)
     │   ├── UnsupportedSettingError    a model setting the provider cannot honour
+    │   ├── UnsupportedContentError    an image or document type the provider cannot take
     │   ├── UnknownProviderError / UnknownModelError / MissingExtraError / MissingCredentialsError
     │   ├── ResumeError                resume arguments that do not match the stored suspension
     │   │   ├── NoSuspendedTurnError
@@ -111,6 +112,7 @@ __all__ = [
     "UnknownToolCallError",
     "UnknownToolError",
     "UnreconciledToolCallsError",
+    "UnsupportedContentError",
     "UnsupportedSchemaError",
     "UnsupportedSettingError",
     "UserError",
@@ -142,6 +144,10 @@ class ToolDefinitionError(UserError):
 
 class UnsupportedSettingError(UserError):
     """A model setting that the chosen provider or model cannot honour."""
+
+
+class UnsupportedContentError(UserError):
+    """Content the provider cannot take (an image or document type, a URL without a type)."""
 
 
 class UnknownProviderError(UserError):

@@ -14,7 +14,7 @@ if importlib.util.find_spec("google.genai") is None:  # pragma: no cover - depen
 
 from dive.providers.google._capabilities import GeminiCapabilities, capabilities_for
 from dive.providers.google._config import build_config
-from dive.providers.google._contents import UnsupportedContentError, build_contents
+from dive.providers.google._contents import build_contents
 from dive.providers.google._model import GeminiModel
 from dive.providers.google._settings import GeminiSettings, SafetySetting
 
@@ -23,7 +23,6 @@ __all__ = [
     "GeminiModel",
     "GeminiSettings",
     "SafetySetting",
-    "UnsupportedContentError",
     "build_config",
     "build_contents",
     "capabilities_for",

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from dive.errors import UserError
+from dive.errors import UnsupportedContentError
 from dive.messages import (
     Base64Source,
     ContentBlock,
@@ -45,7 +45,7 @@ from dive.providers._history import sendable
 from dive.providers.google._capabilities import capabilities_for
 from dive.providers.google._settings import thaw
 
-__all__ = ["LABEL", "UnsupportedContentError", "build_contents", "media_part"]
+__all__ = ["LABEL", "build_contents", "media_part"]
 
 LABEL = "google"
 Json = dict[str, Any]
@@ -58,10 +58,6 @@ _FILES_API = re.compile(
 )
 CODE_EXECUTION = "code_execution"
 CODE_RESULT = "code_execution_result"
-
-
-class UnsupportedContentError(UserError):
-    """Content the Gemini API cannot take (an image or document type, a URL without a type)."""
 
 
 def _bytes(signature: str) -> bytes:

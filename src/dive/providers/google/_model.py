@@ -66,6 +66,7 @@ from dive.providers.google._mapping import (
     metadata_blocks,
 )
 from dive.providers.google._settings import GeminiSettings
+from dive.redaction import register_secret
 
 __all__ = ["GeminiModel"]
 
@@ -296,6 +297,8 @@ class GeminiModel:
             options = types.HttpOptions(base_url=base_url, retry_options=None) if base_url else None
             client = genai.Client(api_key=key, vertexai=vertexai or None, http_options=options)
         self._client: Any = client
+        inner = getattr(client, "_api_client", None)  # where google-genai keeps the key
+        register_secret(getattr(inner, "api_key", None))  # error texts never echo it
         self._model = model
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
