@@ -389,3 +389,27 @@ def test_build_request_hands_settings_warnings_to_warn() -> None:
     s = ModelSettings(caching=False, temperature=0.2, thinking="enabled", reasoning_budget=2000)
     build_request(req([Message.user("q")], settings=s), MODEL, warn=seen.append)
     assert seen == ["temperature must be 1 with thinking; dropped"]
+
+
+def test_media_in_an_assistant_turn_goes_as_a_note() -> None:
+    from dive.messages import Base64Source, ImageBlock
+
+    image = ImageBlock(source=Base64Source(media_type="image/png", data="iVBORw0KGgo="))
+    out = build_request(
+        req(
+            [
+                Message.user("draw a cat"),
+                Message(role="assistant", content=(TextBlock(text="Here it is."), image)),
+                Message.user("thanks"),
+            ]
+        ),
+        MODEL,
+    )
+    assistant = out["messages"][1]
+    assert assistant["role"] == "assistant"
+    types = [b["type"] for b in assistant["content"]]
+    assert types == ["text", "text"]  # no image block in an assistant turn
+    assert "image produced by another model" in assistant["content"][1]["text"]
+    # in a user turn the same image is sent as an image
+    user = build_request(req([Message(role="user", content=(image,))]), MODEL)["messages"][0]
+    assert [b["type"] for b in user["content"]] == ["image"]

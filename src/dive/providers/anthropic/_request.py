@@ -131,6 +131,31 @@ def _tool_result(result: ToolResult) -> Json:
     return _with_cc(out, result.cache_control)
 
 
+ASSISTANT_MEDIA_TEXT = (
+    "[{kind} produced by another model, not shown: Claude takes {kind}s only from the user]"
+)
+
+
+def _assistant_media(content: Sequence[ContentBlock]) -> Sequence[ContentBlock]:
+    """Images and documents an assistant turn holds (another provider's output) as a note.
+
+    The Messages API takes media only in user turns; the note keeps the turn's shape and
+    tells the model something was there.
+    """
+    if not any(isinstance(b, ImageBlock | DocumentBlock) for b in content):
+        return content
+    return [
+        TextBlock(
+            text=ASSISTANT_MEDIA_TEXT.format(
+                kind="image" if isinstance(b, ImageBlock) else "document"
+            )
+        )
+        if isinstance(b, ImageBlock | DocumentBlock)
+        else b
+        for b in content
+    ]
+
+
 def _block(block: ContentBlock, label: str, paired: set[str]) -> Json | None:
     """One content block on the wire, or None when it must not be sent to ``label``."""
     match block:
@@ -221,7 +246,8 @@ def _messages(history: Sequence[Message], label: str) -> tuple[list[Json], list[
             continue
         if i == last and m.role == "assistant":  # a pause_turn resend: content as is
             paired = paired | {b.id for b in m.content if isinstance(b, ServerToolCall)}
-        blocks = [b for b in (_block(c, label, paired) for c in m.content) if b is not None]
+        content = _assistant_media(m.content) if m.role == "assistant" else m.content
+        blocks = [b for b in (_block(c, label, paired) for c in content) if b is not None]
         role = "assistant" if m.role == "assistant" else "user"
         _append(out, role, blocks)
     return out, system_text
