@@ -588,4 +588,3 @@ async def test_a_resumed_execution_keeps_the_rounds_it_had_left(
     (call_id,) = suspension.pending_call_ids
     verdict = await ex.resume(suspension, {call_id: "yes"}, tools=tools)  # 2 more rounds
     assert verdict.decision == "approve"
-

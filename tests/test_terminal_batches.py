@@ -42,7 +42,11 @@ def setup_function() -> None:
 async def test_a_terminal_call_does_not_run_past_a_siblings_suspension() -> None:
     store = MemorySessionStore()
     model = ScriptedModel(
-        [tool_use(call("ask", {"question": "which?"}, id="a1"), call("finish", {"value": 1}, id="f1"))]
+        [
+            tool_use(
+                call("ask", {"question": "which?"}, id="a1"), call("finish", {"value": 1}, id="f1")
+            )
+        ]
     )
     agent = Agent(model=model, tools=[ask, finish], session=store.session("s"))
     first = await agent.run("go")
@@ -74,7 +78,12 @@ async def test_a_terminal_call_is_not_checkpointed_as_started_before_it_runs() -
     model = ScriptedModel(
         [tool_use(call("slow", {}, id="s1"), call("finish", {"value": 2}, id="f1"))]
     )
-    agent = Agent(model=model, tools=[slow, finish], session=session, durability=Durability(checkpoint_steps=True))
+    agent = Agent(
+        model=model,
+        tools=[slow, finish],
+        session=session,
+        durability=Durability(checkpoint_steps=True),
+    )
     result = await agent.run("go")
     assert result.status == "completed"
     assert seen["s1"] == "running"

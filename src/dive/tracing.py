@@ -2,11 +2,11 @@
 
 ``start_agent_run``, ``start_chat`` and ``start_tool_call`` return spans; each span's ``end``
 is called exactly once (``error`` set when the step failed; a tool ``is_error`` result is a
-success). A chat span hears of each provider retry inside its call (``add_retry``) before the
-provider waits; a span class written before ``add_retry`` existed is still accepted (the
-loop skips the call when the method is missing). ``NopTracer`` is the default;
-``MultiTracer`` fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer`` (extra
-``otel``); the core imports without it.
+success). A chat span may also define ``add_retry(notice: RetryNotice)``: it is then told of
+each provider retry inside its call before the provider waits. The method is optional (not
+part of the ``ChatSpan`` protocol), so span classes without it stay valid. ``NopTracer`` is
+the default; ``MultiTracer`` fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer``
+(extra ``otel``); the core imports without it.
 """
 
 from __future__ import annotations
@@ -96,10 +96,6 @@ class ChatSpan(Protocol):
 
     def set_time_to_first_chunk(self, seconds: float) -> None:
         """Record the latency of the first stream event."""
-        ...
-
-    def add_retry(self, notice: RetryNotice) -> None:
-        """Record a failed attempt the provider is about to retry."""
         ...
 
     def end(self, error: BaseException | None = None) -> None:
