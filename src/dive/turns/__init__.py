@@ -28,6 +28,7 @@ from dive.turns._close import (
     outcome_note,
 )
 from dive.turns._ending import Completed, Ending, Incomplete, ResumeRejected, Suspended
+from dive.turns._group import OpenGroup
 from dive.turns._ledger import PHASE_STATE, TRANSITIONS, CallLedger, LedgerError, Phase, Transition
 from dive.turns._records import (
     SCHEMA_VERSION,
@@ -65,7 +66,7 @@ from dive.turns._reminders import (
     remove_reminder,
     strip_reminders,
 )
-from dive.turns._state import OpenGroup, TurnState
+from dive.turns._state import TurnState
 from dive.turns._view import TurnView
 
 __all__ = [

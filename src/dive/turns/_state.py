@@ -20,11 +20,11 @@ from dive.messages import (
     Message,
     ServerToolCall,
     ServerToolResult,
-    TextBlock,
     ToolCall,
     ToolDefinition,
     ToolResult,
 )
+from dive.turns._group import OpenGroup
 from dive.turns._ledger import CallLedger
 from dive.turns._records import (
     SuspensionState,
@@ -36,65 +36,7 @@ from dive.turns._records import (
 from dive.turns._recover import split_suspended
 from dive.turns._reminders import Reminder, reminder_message
 
-__all__ = ["OpenGroup", "TurnState"]
-
-
-class OpenGroup:
-    """The tool calls of one response while they run: results and hook context so far."""
-
-    __slots__ = ("_context", "_ending", "_halted", "_results", "calls")
-
-    def __init__(
-        self,
-        calls: tuple[ToolCall, ...],
-        *,
-        results: Mapping[str, ToolResult] | None = None,
-        context: Mapping[str, str] | None = None,
-        halted: bool = False,
-        ending: tuple[str, ...] = (),
-    ) -> None:
-        self.calls = calls
-        self._results: dict[str, ToolResult] = dict(results or {})
-        self._context: dict[str, str] = dict(context or {})
-        self._halted = halted
-        self._ending: list[str] = list(ending)
-
-    @property
-    def results(self) -> Mapping[str, ToolResult]:
-        """Recorded results by call id."""
-        return self._results
-
-    @property
-    def context(self) -> Mapping[str, str]:
-        """Hook ``additional_context`` by call id."""
-        return self._context
-
-    @property
-    def halted(self) -> bool:
-        """True once a halting call failed: later halting calls are not run."""
-        return self._halted
-
-    @property
-    def ending(self) -> tuple[str, ...]:
-        """Calls whose success ends the turn once the group is done, in model order."""
-        order = {c.id: i for i, c in enumerate(self.calls)}
-        return tuple(sorted(self._ending, key=lambda i: order.get(i, len(order))))
-
-    def result_messages(self) -> list[Message]:
-        """Recorded results in call order (no additional context)."""
-        return [
-            Message(role="tool", name=c.name, content=(self._results[c.id],))
-            for c in self.calls
-            if c.id in self._results
-        ]
-
-    def messages(self) -> list[Message]:
-        """Result messages in call order, then the joined additional context."""
-        out = self.result_messages()
-        ctx = [self._context[c.id] for c in self.calls if c.id in self._context]
-        if ctx:
-            out.append(Message(role="user", content=(TextBlock(text="\n".join(ctx)),)))
-        return out
+__all__ = ["TurnState"]
 
 
 class TurnState:
@@ -355,25 +297,22 @@ class TurnState:
     def group_result(self, call_id: str, result: ToolResult) -> None:
         """Record a call's result in the open group."""
         assert self._group is not None
-        self._group._results[call_id] = result  # pyright: ignore[reportPrivateUsage]
+        self._group.add_result(call_id, result)
 
     def group_context(self, call_id: str, text: str) -> None:
         """Add hook context for a call (joined to earlier context with a newline)."""
         assert self._group is not None
-        ctx = self._group._context  # pyright: ignore[reportPrivateUsage]
-        prev = ctx.get(call_id)
-        ctx[call_id] = f"{prev}\n{text}" if prev else text
+        self._group.add_context(call_id, text)
 
     def halt_group(self) -> None:
         """A halting call failed: later halting calls of the group are not run."""
         assert self._group is not None
-        self._group._halted = True  # pyright: ignore[reportPrivateUsage]
+        self._group.halt()
 
     def end_with(self, call_id: str) -> None:
         """A call of the open group succeeded in ending the turn (a terminal result)."""
         assert self._group is not None
-        if call_id not in self._group._ending:  # pyright: ignore[reportPrivateUsage]
-            self._group._ending.append(call_id)  # pyright: ignore[reportPrivateUsage]
+        self._group.end_with(call_id)
 
     def close_group(self) -> OpenGroup | None:
         """Record the open group's results (call order, context after) and clear it."""
