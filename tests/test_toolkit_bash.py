@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -336,3 +338,85 @@ async def test_a_wildcard_allow_still_drops_secrets(
     assert "SERVICE_KEY" not in bash.environment()
     result = await run(bash, 'echo "[$SERVICE_KEY]"')
     assert result.content == "[]\n"
+
+
+# --- job control and the kill: the session, off the event loop -----------------------------
+
+_proc_opens: list[list[str]] = []  # while a test records: /proc paths opened on the loop's thread
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _proc_opens or event not in ("open", "os.listdir", "os.scandir"):
+        return
+    path = args[0] if args else None
+    on_loop = threading.current_thread() is threading.main_thread()
+    if on_loop and isinstance(path, str) and path.startswith("/proc"):
+        _proc_opens[-1].append(path)
+
+
+_audit_installed: list[bool] = []
+
+
+@pytest.fixture
+def loop_proc_reads() -> Iterator[list[str]]:
+    """The ``/proc`` paths opened on the main thread (the event loop's) during the test."""
+    if not _audit_installed:
+        sys.addaudithook(_audit)  # cannot be removed: it records only while a test asks
+        _audit_installed.append(True)
+    seen: list[str] = []
+    _proc_opens.append(seen)
+    try:
+        yield seen
+    finally:
+        _proc_opens.remove(seen)
+
+
+JOB_CONTROL = (
+    "set -m; sleep 300 & echo $! > job.pid; "
+    "(trap '' TERM; exec sleep 300) & echo $! > stubborn.pid; "
+    "echo started; wait"
+)
+
+
+async def test_timeout_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list[int]) -> None:
+    # `set -m` gives every background job its own process group: a group kill misses them
+    bash = Bash(tmp_path, kill_grace=0.5)
+    result = await run(bash, JOB_CONTROL, limit=1)
+    job, stubborn = (int((tmp_path / n).read_text()) for n in ("job.pid", "stubborn.pid"))
+    pids.extend([job, stubborn])
+    assert "timed out after 1 s" in str(result.content)
+    assert await wait_dead(job, within=1.0), "a job in its own process group outlived the timeout"
+    assert await wait_dead(stubborn, within=1.0), "a job ignoring SIGTERM outlived the timeout"
+
+
+async def test_cancel_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list[int]) -> None:
+    bash = Bash(tmp_path, kill_grace=0.5)
+    value, _ = bash.validate({"command": JOB_CONTROL})
+    task = asyncio.create_task(bash.call(value, ctx()))
+    job = await read_pid(tmp_path / "job.pid")
+    stubborn = await read_pid(tmp_path / "stubborn.pid")
+    pids.extend([job, stubborn])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await wait_dead(job), "a job in its own process group outlived the cancelled call"
+    assert await wait_dead(stubborn), "a job ignoring SIGTERM outlived the cancelled call"
+
+
+async def test_lingering_job_in_its_own_group_is_stopped(tmp_path: Path, pids: list[int]) -> None:
+    result = await run(Bash(tmp_path, kill_grace=0.5), "set -m; sleep 300 & echo $! > bg.pid")
+    pid = int((tmp_path / "bg.pid").read_text())
+    pids.append(pid)
+    assert "background processes still holding the output" in str(result.content)
+    assert await wait_dead(pid, within=1.0)
+
+
+async def test_the_kill_does_not_scan_proc_on_the_event_loop(
+    tmp_path: Path, pids: list[int], loop_proc_reads: list[str]
+) -> None:
+    bash = Bash(tmp_path, kill_grace=0.5)
+    command = "(trap '' TERM; exec sleep 300) & echo $! > stubborn.pid; sleep 300"
+    result = await run(bash, command, limit=0.5)
+    pids.append(int((tmp_path / "stubborn.pid").read_text()))
+    assert "timed out after 0.5 s" in str(result.content)
+    assert loop_proc_reads == [], f"/proc read on the event loop: {loop_proc_reads[:3]}"

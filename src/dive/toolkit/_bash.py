@@ -7,17 +7,23 @@ read as it arrives into a head and a tail buffer (memory stays bounded whatever 
 prints) and streamed to ``ctx.stream_output`` up to the cap. The call ends when:
 
 - the shell exits: its output pipe is drained; processes it left in the background that
-  still hold the output after a short linger are stopped (their group is killed);
-- the timeout expires: the whole process group gets ``SIGTERM``, then ``SIGKILL`` after a
-  grace period, so the command's children and grandchildren die with it;
+  still hold the output after a short linger are stopped (the tree is killed, as below);
+- the timeout expires: the tree gets ``SIGTERM``, then ``SIGKILL`` after a grace period, so
+  the command's children and grandchildren die with it;
 - the call is cancelled (a hard cancel of the run, the tool's own timeout): the group gets
-  ``SIGTERM`` at once and ``SIGKILL`` after the grace period, in the background, and the
-  cancellation goes on.
+  ``SIGTERM`` at once, the rest of the tree right after, and ``SIGKILL`` follows after the
+  grace period, in the background, and the cancellation goes on.
+
+The tree is the shell's process group plus, on Linux, every process of the shell's session:
+the shell leads a new session, so a job that ``set -m`` moved into a process group of its
+own is still found (by the session id in ``/proc/<pid>/stat``) and killed. The ``/proc``
+scan runs in a worker thread, never on the event loop. Where there is no ``/proc`` (macOS,
+the BSDs) only the process group is killed, and jobs in groups of their own escape.
 
 This is not a sandbox: the command runs as the current user with the user's file system and
 network. It cannot ``cd`` for later calls (each call starts again at the root), but nothing
-stops it from reading or writing outside the root, and a process that leaves the group
-(``setsid``) escapes the kill.
+stops it from reading or writing outside the root, and a process that starts a session of
+its own (``setsid``) escapes the kill.
 """
 
 from __future__ import annotations
@@ -203,55 +209,91 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
-    """True while a process of the group is alive (zombies waiting to be reaped don't count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+def _scan_session(leader: int, sig: signal.Signals | None) -> bool | None:
+    """Whether a process of ``leader``'s session or group is alive; ``sig`` is sent to each.
+
+    The call's shell leads its own session (``start_new_session=True``), so its pid is the
+    session id of everything it started, including jobs that ``set -m`` moved into process
+    groups of their own. The session is read from field 6 of ``/proc/<pid>/stat`` (parsed
+    after the last ``)``, since the command name may hold one); zombies waiting to be reaped
+    don't count. Returns None where there is no ``/proc`` (not Linux): then only the group
+    can be found. This reads every ``/proc/<pid>/stat``, so it runs in a worker thread.
+    """
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    wanted = str(leader).encode()
+    alive = False
+    for name in names:
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[-1].split()
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
+        if len(fields) < 4 or fields[0] in (b"Z", b"X") or wanted not in (fields[2], fields[3]):
+            continue
+        alive = True
+        if sig is not None:
+            try:
+                os.kill(int(name), sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return alive
+
+
+async def _signal_tree(leader: int, sig: signal.Signals | None, *, group: bool = True) -> bool:
+    """Signal the group (if ``group``) and every live process of the session; True if any is.
+
+    The session scan runs in a worker thread (it also sends the signals, so a cancelled
+    caller still kills). Without ``/proc`` only the group is signalled and checked.
+    """
+    if group and sig is not None:
+        _signal_group(leader, sig)
+    alive = await asyncio.to_thread(_scan_session, leader, sig)
+    if alive is not None:
+        return alive
+    try:
+        os.killpg(leader, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 async def _terminate(
     proc: asyncio.subprocess.Process, output: _Output, grace: float, *, term: bool = True
 ) -> None:
-    """``SIGTERM`` the process group, ``SIGKILL`` it after ``grace`` seconds, reap the shell."""
-    pgid = proc.pid
+    """``SIGTERM`` the tree, ``SIGKILL`` it after ``grace`` seconds, reap the shell.
+
+    The tree is the shell's process group and, on Linux, every process of its session. With
+    ``term=False`` the group has had its ``SIGTERM`` already; the rest of the session gets it.
+    """
+    leader = proc.pid
+    loop = asyncio.get_running_loop()
     try:
-        if term:
-            _signal_group(pgid, signal.SIGTERM)
-        for _ in range(max(1, round(grace / _POLL))):
-            if not _group_alive(pgid):
-                break
+        alive = await _signal_tree(leader, signal.SIGTERM, group=term)
+        deadline = loop.time() + grace
+        while alive and loop.time() < deadline:
             await asyncio.sleep(_POLL)
+            alive = await _signal_tree(leader, None)
     finally:
-        _signal_group(pgid, signal.SIGKILL)
+        _signal_group(leader, signal.SIGKILL)
         try:
+            await _signal_tree(leader, signal.SIGKILL, group=False)
             await proc.wait()
             try:
                 async with asyncio.timeout(grace):
                     await output.closed.wait()
             except TimeoutError:
-                pass  # a process that left the group still holds the pipe: stop reading
+                pass  # a process that left the session still holds the pipe: stop reading
         finally:
             output.close()
 
 
 def _kill_in_background(proc: asyncio.subprocess.Process, output: _Output, grace: float) -> None:
-    """For a cancelled call: ``SIGTERM`` now, the rest without delaying the cancellation."""
+    """For a cancelled call: ``SIGTERM`` the group now, the rest without delaying the cancel."""
     _signal_group(proc.pid, signal.SIGTERM)
     task = asyncio.get_running_loop().create_task(_terminate(proc, output, grace, term=False))
     _background.add(task)
@@ -267,8 +309,11 @@ class Bash(Tool):
     ``dive.permission.argument="command"``, ``dive.permission.kind="command"``).
 
     What it confines: every call starts at ``root`` (a ``cd`` does not carry over), runs in
-    its own process group that is killed on timeout or cancellation, sees only the allowed
-    environment variables, and returns at most ``output_cap`` characters. What it does not:
+    its own session and process group, and on timeout or cancellation the group and (on
+    Linux, through ``/proc``) every process of the session are killed, jobs that ``set -m``
+    put in groups of their own included; elsewhere only the group is killed. A call sees
+    only the allowed environment variables and returns at most ``output_cap`` characters.
+    What it does not:
     it is **not a sandbox**. The command runs as the current user and may read, write and
     connect anywhere that user can; use a container or a permission policy for that.
 
@@ -286,7 +331,7 @@ class Bash(Tool):
             to it (the timeout message says so).
         output_cap: characters of merged stdout and stderr returned; past it the first and
             last halves are kept and a note says how many characters were cut.
-        kill_grace: seconds between ``SIGTERM`` and ``SIGKILL`` when the group is killed.
+        kill_grace: seconds between ``SIGTERM`` and ``SIGKILL`` when the tree is killed.
         requires_approval: ask before each command (the approval gate suspends the turn; a
             permission policy's rules, such as ``Bash(git status:*)``, and mode decide);
             ``False`` runs every command unasked.
