@@ -287,3 +287,21 @@ async def test_a_key_passed_to_gemini_never_reaches_an_exported_span(spans: Span
         blob = repr(dict(span.attributes or {})) + repr(span.status.description)
         blob += repr([(e.name, dict(e.attributes or {})) for e in span.events])
         assert key not in blob, span.name
+
+
+async def test_a_cancelled_run_leaves_no_current_span_behind(spans: Spans) -> None:
+    from opentelemetry import trace
+
+    from dive.testing import Step
+
+    model = ScriptedModel([Step(response="late", delay=5), text("next")])
+    agent = Agent(model=model, tracer=spans.tracer)
+    before = trace.get_current_span()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await agent.run("slow")
+    assert trace.get_current_span() is before  # the ended run span is not current any more
+    await agent.run("again")
+    runs = spans.named("invoke_agent")
+    assert len(runs) == 2
+    assert all(r.parent is None for r in runs)  # the second run is not under the dead one

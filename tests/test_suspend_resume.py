@@ -1002,6 +1002,25 @@ async def test_requires_approval_suspends_before_running() -> None:
     assert len(model.requests) == 2
 
 
+async def test_an_approval_given_in_a_partial_resume_is_kept_until_the_last_answer() -> None:
+    kit = Kit()
+    store = MemorySessionStore()
+    agent, model = make_agent(
+        kit,
+        [tool_use(gated("/tmp/a", "g1"), gated("/tmp/b", "g2")), text("deleted both")],
+        store,
+    )
+    first = await agent.run("delete both")
+    assert first.status == "suspended"
+    partial = await agent.run(tool_results={"g1": ToolApproval(approved=True)})
+    assert partial.status == "suspended"
+    assert kit.ran == []  # nothing runs until every held call is settled
+    done = await agent.run(tool_results={"g2": ToolApproval(approved=True)})
+    assert done.status == "completed", done.turn.suspension
+    assert sorted(kit.ran) == ["delete_file:/tmp/a", "delete_file:/tmp/b"]
+    assert len(model.requests) == 2  # no second approval round for g1
+
+
 @pytest.mark.parametrize(
     ("message", "expected"), [("no", "no"), (None, DENIED_TEXT)], ids=["message", "default"]
 )
@@ -1205,3 +1224,19 @@ def test_human_approval_example_deny(tmp_path: Path) -> None:
     assert "tool result: not now" in out
     assert "status=completed; assistant: Understood, I left it in place." in out
     assert report.exists()
+
+
+async def test_resubmitting_an_earlier_approval_with_the_last_answer_is_fine() -> None:
+    kit = Kit()
+    agent, _ = make_agent(
+        kit,
+        [tool_use(gated("/tmp/a", "g1"), gated("/tmp/b", "g2")), text("deleted both")],
+        MemorySessionStore(),
+    )
+    await agent.run("delete both")
+    await agent.run(tool_results={"g1": ToolApproval(approved=True)})
+    done = await agent.run(
+        tool_results={"g1": ToolApproval(approved=True), "g2": ToolApproval(approved=True)}
+    )
+    assert done.status == "completed"
+    assert sorted(kit.ran) == ["delete_file:/tmp/a", "delete_file:/tmp/b"]

@@ -161,3 +161,48 @@ async def test_a_tool_that_runs_last_but_is_not_terminal_lets_the_turn_go_on() -
     assert ran[-1] == "review"  # after both parallel work calls, though the model listed it first
     assert result.output == "all done"  # not terminal: the loop went on
     assert len(model.requests) == 2
+
+
+async def test_a_terminal_call_answered_on_resume_ends_the_turn() -> None:
+    @tool(terminal=True)
+    async def confirm(what: str) -> Suspend:
+        """Confirm with a person, then finish."""
+        return Suspend(f"confirm {what}?")
+
+    model = ScriptedModel([tool_use(call("confirm", {"what": "x"}, id="c1")), text("more")])
+    agent = Agent(model=model, tools=[confirm], session=MemorySessionStore().session("s"))
+    assert (await agent.run("go")).status == "suspended"
+    done = await agent.run(tool_results={"c1": "confirmed"})
+    assert done.status == "completed"
+    assert len(model.requests) == 1  # the supplied success ended the turn like a run one
+    assert done.output == "confirmed"
+
+
+async def test_a_terminal_result_goes_through_the_output_validators() -> None:
+    from dive import ModelRetry
+
+    seen: list[str] = []
+
+    def no_secrets(value: str) -> str:
+        seen.append(value)
+        if "secret" in value:
+            raise ModelRetry("Do not reveal the secret.")
+        return value
+
+    model = ScriptedModel(
+        [
+            tool_use(call("finish", {"value": 42}, id="f1")),
+            text("I cannot share that."),
+        ]
+    )
+
+    @tool(terminal=True)
+    async def finish(value: int) -> str:
+        """Finish."""
+        return f"the secret is {value}"
+
+    agent = Agent(model=model, tools=[finish], output_validators=[no_secrets])
+    result = await agent.run("tell me")
+    assert seen[0] == "the secret is 42"
+    assert result.output == "I cannot share that."
+    assert len(model.requests) == 2

@@ -4,7 +4,9 @@
 is called exactly once (``error`` set when the step failed; a tool ``is_error`` result is a
 success). A chat span may also define ``add_retry(notice: RetryNotice)``: it is then told of
 each provider retry inside its call before the provider waits. The method is optional (not
-part of the ``ChatSpan`` protocol), so span classes without it stay valid. ``NopTracer`` is
+part of the ``ChatSpan`` protocol), so span classes without it stay valid. Likewise a run span
+may define ``leave()``: the loop calls it in the task that started the run once the run is
+over (however it ended), to restore context the tracer changed. ``NopTracer`` is
 the default; ``MultiTracer`` fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer``
 (extra ``otel``); the core imports without it.
 """
@@ -196,6 +198,9 @@ class _MultiSpan:
 
     def add_retry(self, notice: RetryNotice) -> None:
         self._each("add_retry", notice)
+
+    def leave(self) -> None:
+        self._each("leave")
 
     def set_result(self, result: ToolResult) -> None:
         self._each("set_result", result)

@@ -171,9 +171,18 @@ async def _deliver_background(run: Run) -> None:
 async def execute(run: Run) -> RunResult[Any]:
     """Everything after the turn boundary; returns the one result of the turn."""
     span = _start_span(run)
-    if run.setup.background and run.config.hooks.post_background_tool_use:
-        await _deliver_background(run)
     try:
+        return await _execute(run, span)
+    finally:
+        leave = getattr(span, "leave", None)  # optional: the tracer's context, in this task
+        if leave is not None:
+            leave()
+
+
+async def _execute(run: Run, span: AgentRunSpan | None) -> RunResult[Any]:
+    try:
+        if run.setup.background and run.config.hooks.post_background_tool_use:
+            await _deliver_background(run)
         ending = await _drive(run)
     except BaseException as exc:
         # a task cancel, or a BaseException a tool let through (KeyboardInterrupt, SystemExit,

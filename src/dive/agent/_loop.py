@@ -232,8 +232,11 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
 
 async def _precount(run: Run, request: ModelRequest) -> str | None:
     """Why ``request`` may not be sent under a ``count_tokens_first`` budget, or None."""
+    config, model = run.config, run.setup.model
+    wanted = (config.usage_limits, config.session_usage_limits)
+    if not any(u is not None and u.count_tokens_first for u in wanted):
+        return None  # the common case: nothing to count, nothing built
     budgets = [b for b in _budgets(run) if b[0].count_tokens_first]
-    model = run.setup.model
     if not budgets or not isinstance(model, TokenCounter):
         return None
     try:
@@ -335,7 +338,10 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
     if group is not None and group.ending:
         result = group.results.get(group.ending[0])
         if run.config.output.text and not state.has_output and result is not None:
-            state.set_output(result.text)  # a terminal call's result is the final output
+            # a terminal call's result is the final output, once the validators accept it
+            ending = await _accept(run, result.text, "an output validator asked for a retry")
+            if ending is not None:
+                return None if ending is _RETRY else ending
         return _COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
         state.add(Message.user(FINAL_ANSWER_TEXT))

@@ -65,6 +65,8 @@ async def _accept(run: Run, plan: ResumePlan) -> list[ToolCallResultEvent]:
                 state.halt_group()
         state.group_result(call.id, result)
         state.calls.supply(call.id)
+        if tool is not None and tool.definition.terminal and not result.is_error:
+            state.end_with(call.id)  # a terminal call's supplied success ends the turn
         events.append(ToolCallResultEvent(call=call, result=result, state="completed"))
     return events
 
@@ -86,13 +88,13 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
         if partial:
             return ResumeRejected(error=exc)
         raise
-    held = {i: p.input for i in plan.approved if (p := state.calls.pending(i)) is not None}
-    for call_id in plan.approved:
-        state.calls.release(call_id)
-    if partial:
+    if partial:  # approved calls stay held (their approval is accepted) until the last answer
         for event in events:
             run.events.defer(event)
         return Suspended(new=False)
+    held = {i: p.input for i in plan.approved if (p := state.calls.pending(i)) is not None}
+    for call_id in plan.approved:
+        state.calls.release(call_id)
     await checkpoint_step(run, "resuming with the supplied results")
     for event in events:
         await run.events.emit(event)

@@ -37,7 +37,8 @@ class ResumePlan:
     Attributes:
         calls: the group's calls, in call order.
         supplied: results supplied now, by call id.
-        approved: ids of gate-held calls approved now (they run on resume).
+        approved: ids of gate-held calls approved (they run once nothing remains), now or in
+            an earlier partial resume (such calls stay held until then).
         accepted: every result accepted so far, as JSON (this resume's included).
         remaining: pending calls nothing was supplied for (a partial resume when non-empty).
         approvals: the ``ToolApproval`` settling each gate-held call answered now, by call id
@@ -126,6 +127,10 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
             approved.add(call_id)
         else:
             supplied[call_id] = result
+    for call_id, p in pending.items():  # approved in an earlier, partial resume: still held
+        earlier = accepted.get(call_id)
+        if not p.started and isinstance(earlier, dict) and earlier.get("approved") is True:
+            approved.add(call_id)
     remaining = {k: v for k, v in pending.items() if k not in supplied and k not in approved}
     return ResumePlan(
         calls=calls,

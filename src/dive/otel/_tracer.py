@@ -127,6 +127,14 @@ class _RunSpan:
             attrs["dive.outcome.reason"] = self._reason
         self._inst.turns.add(1, attrs)
         self._span.end()
+        self.leave()
+
+    def leave(self) -> None:
+        """Make what was current before the run current again (in the calling task too).
+
+        The loop calls it in the task that started the run: a cancelled run is ended in a
+        task of its own, whose context changes do not reach the caller's.
+        """
         self._current.leave()
         if _RUN.get() is self._span:  # in the run's own context: the outer run is current again
             _RUN.set(self._previous)
