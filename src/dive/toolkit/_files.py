@@ -1,9 +1,12 @@
 """``Read``, ``Write`` and ``Edit``: file tools confined to a :class:`Workspace`.
 
-Every path goes through :meth:`Workspace.open`, which checks it and opens it without
-following symbolic links, so each tool reads and writes through one descriptor of a file
-that is inside the root. A refused or failing path is an ``is_error`` result naming the path
-and the root; nothing a tool does raises out of the call.
+Every path goes through the :class:`Workspace` check and is opened without following
+symbolic links, so each tool reads through one descriptor of a file that is inside the root.
+``Write`` and ``Edit`` never write a file in place: the new content goes to a temporary file
+in the same directory (opened through the directory's descriptor), which is synced and then
+renamed over the old name (:func:`~dive.toolkit._workspace.replace_at`), so a full disk or an
+I/O error halfway leaves the old content whole. A refused or failing path is an ``is_error``
+result naming the path and the root; nothing a tool does raises out of the call.
 
 Annotations (what the permission engine and the loop read):
 
@@ -25,7 +28,7 @@ from typing import Annotated, BinaryIO
 from pydantic import Field
 
 from dive.messages import Base64Source, ImageBlock, TextBlock
-from dive.toolkit._workspace import Workspace, WorkspaceError
+from dive.toolkit._workspace import Workspace, WorkspaceError, replace_at
 from dive.tools import FunctionTool, ToolAnnotations, ToolReturn
 
 __all__ = ["Edit", "Read", "Write"]
@@ -102,6 +105,11 @@ def open_regular(
         fd = ws.open(path, flags, 0o666, parents=parents)
     except WorkspaceError as exc:
         return fail(str(exc))
+    return regular(fd, path)
+
+
+def regular(fd: int, path: str) -> tuple[int, os.stat_result] | ToolReturn:
+    """``fd`` and its status if it is a regular file; else it is closed and the error given."""
     shown = f'"{path}"'
     try:
         st = os.fstat(fd)
@@ -114,6 +122,59 @@ def open_regular(
     if stat.S_ISDIR(st.st_mode):
         return fail(f"{shown} is a directory, not a file; use ListDirectory or Glob to see it.")
     return fail(f"{shown} is not a regular file (a device, socket or FIFO); it cannot be used.")
+
+
+def replace_file(
+    dir_fd: int, name: str, data: bytes, old: os.stat_result | None, path: str
+) -> ToolReturn | None:
+    """Put ``data`` in place of ``name`` all at once (:func:`replace_at`).
+
+    Returns None, or the error result when it failed (then the file was not changed).
+    """
+    try:
+        replace_at(dir_fd, name, data, old)
+    except OSError as exc:
+        return fail(f'Could not write "{path}": {exc.strerror or exc}; the file was not changed.')
+    return None
+
+
+def open_for_replace(
+    ws: Workspace, path: str, flags: int, *, create: bool
+) -> tuple[int, str, int | None, os.stat_result | None] | ToolReturn:
+    """``(directory fd, name, file fd, status)`` of the file to replace, or the error.
+
+    The file is opened with ``flags`` (``O_WRONLY`` or ``O_RDWR``, never truncating), so a
+    file this user may not write is refused as before, though it is replaced, not written.
+    The file fd and status are None when the file does not exist and ``create`` is set
+    (missing parent directories are then created too). The caller closes both descriptors.
+    """
+    try:
+        dir_fd, name = ws.open_parent(path, parents=create)
+    except WorkspaceError as exc:
+        return fail(str(exc))
+    try:
+        fd = ws.open_entry(dir_fd, name, flags, shown=path)
+    except WorkspaceError as exc:
+        missing = create and _missing(dir_fd, name)
+        if not missing:
+            os.close(dir_fd)
+            return fail(str(exc))
+        return dir_fd, name, None, None
+    checked = regular(fd, path)
+    if isinstance(checked, ToolReturn):
+        os.close(dir_fd)
+        return checked
+    return dir_fd, name, checked[0], checked[1]
+
+
+def _missing(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 # --- Read -------------------------------------------------------------------------------------
@@ -319,15 +380,20 @@ class Write(FunctionTool):
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:
             return fail(f"content cannot be written as UTF-8 ({exc.reason}); nothing was written.")
-        opened = open_regular(self.workspace, file_path, os.O_WRONLY | os.O_CREAT, parents=True)
+        opened = open_for_replace(self.workspace, file_path, os.O_WRONLY, create=True)
         if isinstance(opened, ToolReturn):
             return opened
-        fd, st = opened
-        with os.fdopen(fd, "wb") as f:
-            os.ftruncate(f.fileno(), 0)
-            f.write(data)
+        dir_fd, name, fd, st = opened
+        try:
+            if fd is not None:
+                os.close(fd)
+            failed = replace_file(dir_fd, name, data, st, file_path)
+        finally:
+            os.close(dir_fd)
+        if failed is not None:
+            return failed
         lines = line_count(content)
-        was = f" (it had {st.st_size:,} bytes before)" if st.st_size else ""
+        was = f" (it had {st.st_size:,} bytes before)" if st is not None and st.st_size else ""
         return ToolReturn(content=f"Wrote {len(data):,} bytes ({lines:,} lines) to {shown}{was}.")
 
 
@@ -394,37 +460,53 @@ class Edit(FunctionTool):
             return fail("old_string is empty; give the text to replace (use Write for new files).")
         if old_string == new_string:
             return fail("old_string and new_string are the same; there is nothing to change.")
-        opened = open_regular(self.workspace, file_path, os.O_RDWR)
+        opened = open_for_replace(self.workspace, file_path, os.O_RDWR, create=False)
         if isinstance(opened, ToolReturn):
             return opened
-        fd, st = opened
-        with os.fdopen(fd, "r+b") as f:
-            if st.st_size > MAX_EDIT_BYTES:
-                return fail(
-                    f"{shown} is {st.st_size:,} bytes; Edit changes files of up to "
-                    f"{MAX_EDIT_BYTES:,} bytes."
-                )
-            raw = f.read(MAX_EDIT_BYTES + 1)
-            if is_binary(raw[:SNIFF_BYTES]):
-                return fail(f"{shown} is a binary file; Edit changes text files only.")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return fail(f"{shown} is not UTF-8 text ({exc.reason}); Edit cannot change it.")
-            planned = _plan(text, old_string, new_string, replace_all, shown)
-            if isinstance(planned, ToolReturn):
-                return planned
-            updated, count, first, new = planned
-            try:
-                encoded = updated.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return fail(f"new_string is not valid text ({exc.reason}); nothing was changed.")
-            f.seek(0)
-            f.truncate()
-            f.write(encoded)
+        dir_fd, name, fd, st = opened
+        try:
+            if fd is None or st is None:  # not with create=False; kept for the type checker
+                return fail(f"{shown} does not exist; use Write to create it.")
+            with os.fdopen(fd, "rb") as f:
+                changed = _edited(f, st, shown, old_string, new_string, replace_all)
+            if isinstance(changed, ToolReturn):
+                return changed
+            updated, encoded, count, first, new = changed
+            failed = replace_file(dir_fd, name, encoded, st, file_path)
+        finally:
+            os.close(dir_fd)
+        if failed is not None:
+            return failed
         what = f"{count} occurrences" if count > 1 else "1 occurrence"
         snippet = _snippet(updated, first, len(new))
         return ToolReturn(content=f"Edited {shown}: replaced {what}.\n{snippet}")
+
+
+def _edited(
+    f: BinaryIO, st: os.stat_result, shown: str, old: str, new: str, replace_all: bool
+) -> ToolReturn | tuple[str, bytes, int, int, str]:
+    """``(new text, its bytes, occurrences, offset of the first, replacement)``, or an error."""
+    if st.st_size > MAX_EDIT_BYTES:
+        return fail(
+            f"{shown} is {st.st_size:,} bytes; Edit changes files of up to "
+            f"{MAX_EDIT_BYTES:,} bytes."
+        )
+    raw = f.read(MAX_EDIT_BYTES + 1)
+    if is_binary(raw[:SNIFF_BYTES]):
+        return fail(f"{shown} is a binary file; Edit changes text files only.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return fail(f"{shown} is not UTF-8 text ({exc.reason}); Edit cannot change it.")
+    planned = _plan(text, old, new, replace_all, shown)
+    if isinstance(planned, ToolReturn):
+        return planned
+    updated, count, first, used = planned
+    try:
+        encoded = updated.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return fail(f"new_string is not valid text ({exc.reason}); nothing was changed.")
+    return updated, encoded, count, first, used
 
 
 def _plan(

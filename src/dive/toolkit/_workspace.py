@@ -16,6 +16,10 @@ A call's path is checked, then opened, in two steps that close the race between 
    call is refused, so the descriptor returned is always of a file that is inside the root
    at the moment it is opened. Missing parent directories of a write are created the same
    way (``mkdirat`` then ``openat`` without following), never outside the root.
+3. **Replace** (:meth:`Workspace.open_parent` and :func:`replace_at`). A file is rewritten by
+   opening its directory that way, writing a temporary file in it (``O_CREAT | O_EXCL``,
+   relative to the directory's descriptor), syncing it and renaming it over the name
+   (``renameat``, which replaces a link rather than following it): all or nothing.
 
 Why this closes the race: the path string is never handed to the kernel as a whole after
 the check. Each component is looked up in the directory the previous descriptor holds, and
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -203,34 +208,105 @@ class Workspace:
         fd, real = self._open(path, flags, 0o666, False)
         return fd, self.relative(real)
 
+    def open_parent(
+        self, path: str | os.PathLike[str], *, parents: bool = False
+    ) -> tuple[int, str]:
+        """Check ``path`` and open the directory that holds it, without following links.
+
+        For replacing a file whole: create a temporary file in the directory and
+        ``os.replace`` it over the name, both relative to the descriptor (``dir_fd``), and
+        open the current file with :meth:`open_entry`. The caller owns (and closes) the
+        descriptor.
+
+        Args:
+            path: relative to the root, or absolute inside it (not the root itself).
+            parents: create missing parent directories (inside the root only).
+
+        Returns:
+            ``(directory descriptor, the file's name in that directory)``.
+
+        Raises:
+            PathOutsideWorkspaceError: as for :meth:`open`.
+            WorkspaceError: a parent is missing or not a directory, or ``path`` is the root.
+        """
+        real = self.resolve(path)
+        parts = self._parts(real)
+        shown = _shown(path)
+        try:
+            if not parts:
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            return self._parent_fd(parts, parents, shown), parts[-1]
+        except OSError as exc:
+            raise self._error(exc, shown) from None
+
+    def open_entry(
+        self,
+        dir_fd: int,
+        name: str,
+        flags: int = os.O_RDONLY,
+        mode: int = 0o666,
+        *,
+        shown: str | None = None,
+    ) -> int:
+        """Open ``name`` in a directory :meth:`open_parent` opened, without following a link.
+
+        Args:
+            dir_fd: the directory descriptor.
+            name: one name in it (no ``/``).
+            flags: ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` and ``O_NONBLOCK`` added).
+            mode: permission bits of a file ``O_CREAT`` creates.
+            shown: the path as the caller gave it, for messages (default: ``name``).
+
+        Raises:
+            PathOutsideWorkspaceError: ``name`` is (or became) a symbolic link.
+            WorkspaceError: it does not exist, or the operating system refused the open.
+        """
+        label = _shown(shown if shown is not None else name)
+        try:
+            try:
+                return os.open(name, flags | _NONBLOCK | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
+            except OSError as exc:
+                self._raise_if_link(exc, dir_fd, name, label)
+                raise
+        except WorkspaceError:
+            raise
+        except OSError as exc:
+            raise self._error(exc, label) from None
+
+    def _parts(self, real: Path) -> tuple[str, ...]:
+        parts = Path(self.relative(real)).parts
+        return () if parts == (".",) else parts
+
+    def _error(self, exc: OSError, shown: str) -> WorkspaceError:
+        """The message for an ``OSError`` while opening ``shown``."""
+        if isinstance(exc, FileNotFoundError):
+            return WorkspaceError(
+                f"{shown} does not exist in the workspace {self._root_str}. "
+                "Check the name (Glob or ListDirectory show what is there)."
+            )
+        if isinstance(exc, NotADirectoryError):
+            return WorkspaceError(
+                f"{shown}: a component of the path is not a directory (workspace {self._root_str})."
+            )
+        if isinstance(exc, IsADirectoryError):
+            return WorkspaceError(
+                f"{shown} is a directory, not a file; use ListDirectory or Glob to see it."
+            )
+        return WorkspaceError(f"Could not open {shown}: {exc.strerror or exc}.")
+
     def _open(
         self, path: str | os.PathLike[str], flags: int, mode: int, parents: bool
     ) -> tuple[int, Path]:
         real = self.resolve(path)
-        parts = Path(self.relative(real)).parts
-        if parts == (".",):
-            parts = ()
+        parts = self._parts(real)
         shown = _shown(path)
         flags |= _NONBLOCK | _NOFOLLOW | _CLOEXEC  # a FIFO must not hang the call
         try:
             return self._open_at(parts, flags, mode, parents, shown), real
         except WorkspaceError:
             raise
-        except FileNotFoundError:
-            raise WorkspaceError(
-                f"{shown} does not exist in the workspace {self._root_str}. "
-                "Check the name (Glob or ListDirectory show what is there)."
-            ) from None
-        except NotADirectoryError:
-            raise WorkspaceError(
-                f"{shown}: a component of the path is not a directory (workspace {self._root_str})."
-            ) from None
-        except IsADirectoryError:
-            raise WorkspaceError(
-                f"{shown} is a directory, not a file; use ListDirectory or Glob to see it."
-            ) from None
         except OSError as exc:
-            raise WorkspaceError(f"Could not open {shown}: {exc.strerror or exc}.") from None
+            raise self._error(exc, shown) from None
 
     def _open_at(
         self, parts: tuple[str, ...], flags: int, mode: int, parents: bool, shown: str
@@ -239,12 +315,8 @@ class Workspace:
             if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
                 raise IsADirectoryError(errno.EISDIR, "is a directory")
             return os.open(self._root_str, _DIR_FLAGS)
-        fd = os.open(self._root_str, _DIR_FLAGS)
+        fd = self._parent_fd(parts, parents, shown)
         try:
-            for name in parts[:-1]:
-                nfd = self._step(fd, name, parents, shown)
-                os.close(fd)
-                fd = nfd
             try:
                 return os.open(parts[-1], flags, mode, dir_fd=fd)
             except OSError as exc:
@@ -252,6 +324,19 @@ class Workspace:
                 raise
         finally:
             os.close(fd)
+
+    def _parent_fd(self, parts: tuple[str, ...], parents: bool, shown: str) -> int:
+        """A descriptor of the directory holding ``parts[-1]``, opened step by step."""
+        fd = os.open(self._root_str, _DIR_FLAGS)
+        try:
+            for name in parts[:-1]:
+                nfd = self._step(fd, name, parents, shown)
+                os.close(fd)
+                fd = nfd
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def _step(self, fd: int, name: str, parents: bool, shown: str) -> int:
         """Open directory ``name`` under ``fd`` without following links (creating it if asked)."""
@@ -286,6 +371,71 @@ class Workspace:
                 f"so it may point outside the workspace root {self._root_str}. Nothing was "
                 "read or written."
             ) from None
+
+
+def replace_at(dir_fd: int, name: str, data: bytes, old: os.stat_result | None) -> None:
+    """Replace file ``name`` in the directory ``dir_fd`` with ``data``, all at once.
+
+    The bytes go to a new file in the same directory (``O_CREAT | O_EXCL``, never following
+    a link; the mode and, where permitted, the owner copied from ``old``, the current file's
+    status, or ``0o666`` less the umask for a new file). It is synced, then renamed over
+    ``name`` relative to ``dir_fd`` (a rename replaces a link, never follows it). A failure
+    on the way (a full disk, an I/O error) removes the new file and raises, leaving the old
+    file as it was. Other hard links to the old file keep the old content.
+
+    Args:
+        dir_fd: the directory, from :meth:`Workspace.open_parent`.
+        name: the file's name in it.
+        data: the complete new content.
+        old: the status of the file replaced, or None for a new file.
+
+    Raises:
+        OSError: the new content could not be written or renamed into place.
+    """
+    mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666
+    tmp, fd = _temp_file(dir_fd, name, mode)
+    try:
+        try:
+            if old is not None:
+                os.fchmod(fd, mode)  # exactly the old mode, whatever the umask
+                _keep_owner(fd, old)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    except OSError:
+        pass
+
+
+def _temp_file(dir_fd: int, name: str, mode: int) -> tuple[str, int]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    for _ in range(100):
+        tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
+        try:
+            return tmp, os.open(tmp, flags, mode, dir_fd=dir_fd)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free name for a temporary file")
+
+
+def _keep_owner(fd: int, old: os.stat_result) -> None:
+    if (old.st_uid, old.st_gid) == (os.geteuid(), os.getegid()):
+        return
+    try:
+        os.fchown(fd, old.st_uid, old.st_gid)
+    except OSError:
+        pass  # not permitted: the file now belongs to this user, as a new file would
 
 
 def _shown(path: str | os.PathLike[str]) -> str:
