@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import resource
 import signal
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,10 @@ from typing import Any
 import pytest
 
 from dive.agent._outputs import to_tool_result
+from dive.errors import UserError
 from dive.messages import ToolCall, ToolResult
 from dive.toolkit._files import Edit, Write
+from dive.toolkit._search import Grep
 from dive.toolkit._workspace import Workspace
 from dive.tools import Tool, ToolContext
 
@@ -145,3 +149,48 @@ async def test_write_replaces_the_file_not_other_hard_links(
     assert not (await invoke(Write(ws), file_path="linked.txt", content="inside\n")).is_error
     assert (root / "linked.txt").read_text() == "inside\n"
     assert elsewhere.read_text() == "outside\n"  # a new file took the name; the other is kept
+
+
+# --- Grep: a time budget ----------------------------------------------------------------------
+
+SLOW = r"(a+)+$"  # catastrophic backtracking: ~0.1 s per line below, 2x per extra "a"
+SLOW_LINE = "a" * 20 + "b\n"
+
+
+async def test_grep_stops_at_its_time_budget_between_lines(ws: Workspace, root: Path) -> None:
+    (root / "slow.txt").write_text("fine\n" + SLOW_LINE * 200)  # ~20 s unbounded
+    start = time.monotonic()
+    result = await invoke(Grep(ws, time_budget=0.5), pattern=SLOW, output_mode="content")
+    elapsed = time.monotonic() - start
+    assert elapsed < 5, f"Grep ran {elapsed:.1f} s past a 0.5 s budget"
+    assert result.is_error is False
+    assert result.text.startswith("No matches found yet.\n")  # slow.txt was left part way
+    assert '[Grep stopped after its time budget of 0.5 s, at "slow.txt"' in result.text
+    assert "incomplete" in result.text
+
+
+async def test_grep_stops_at_its_time_budget_between_files(ws: Workspace, root: Path) -> None:
+    (root / "a_match.txt").write_text("aaa\n")
+    for n in range(40):  # ~0.1 s each: ~4 s unbounded
+        (root / f"f{n:02}.txt").write_text(SLOW_LINE)
+    start = time.monotonic()
+    result = await invoke(Grep(ws, time_budget=0.5), pattern=SLOW, output_mode="count")
+    assert time.monotonic() - start < 3
+    lines = result.text.splitlines()
+    assert lines[0] == "a_match.txt:1"  # what was found before the budget ran out
+    assert re.fullmatch(
+        r'\[Grep stopped after its time budget of 0\.5 s, at "f\d\d\.txt": the results are '
+        r"incomplete\. .*\]",
+        lines[-1],
+    )
+
+
+async def test_grep_within_its_budget_says_nothing_about_it(ws: Workspace, root: Path) -> None:
+    (root / "a.txt").write_text("aaa\nbbb\n")
+    result = await invoke(Grep(ws, time_budget=5), pattern=SLOW, output_mode="content")
+    assert result.text == "a.txt:1:aaa"
+
+
+def test_grep_refuses_a_budget_that_is_not_positive(ws: Workspace) -> None:
+    with pytest.raises(UserError, match="time_budget"):
+        Grep(ws, time_budget=0)

@@ -17,19 +17,21 @@ import bisect
 import os
 import re
 import stat
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from dive.errors import UserError
 from dive.toolkit._files import SNIFF_BYTES, as_workspace, fail, is_binary, path_metadata
 from dive.toolkit._walk import (
     DIR_FLAGS,
-    FILE_FLAGS,
-    Found,
     Scan,
     glob_regex,
     join,
+    read_found,
+    read_limited,
     split_literal,
     walk,
     walk_notes,
@@ -50,6 +52,8 @@ MAX_GREP_FILE_BYTES = 10 * 1024 * 1024
 """Larger files are not searched (the result counts them)."""
 LIST_LIMIT = 1000
 """Entries ``ListDirectory`` shows at most."""
+GREP_TIME_BUDGET = 20.0
+"""Seconds a ``Grep`` call searches before it stops with what it found (the default)."""
 
 
 # --- Glob -------------------------------------------------------------------------------------
@@ -167,6 +171,8 @@ Search file contents with a regular expression in the workspace ({root}), like r
 - Results are paged: head_limit entries (default {head_limit}) after skipping offset entries.
   When more exist the result says which offset gives the next page.
 - Binary files, files over {max_mb} MB, .git/.hg/.svn and symbolic links are skipped.
+- A search stops after {budget:g} s with the results so far and a note; prefer simple
+  patterns (nested repeats such as (a+)+ can take exponential time).
 """
 
 _NEWLINE = re.compile("\n")
@@ -182,6 +188,24 @@ class _GrepQuery:
     before: int
     after: int
     want: int | None  # stop once this many entries are found (None: find all)
+    deadline: float  # time.monotonic() past which the search stops
+
+
+class _OutOfTime(Exception):
+    """The search used up its time budget."""
+
+
+def _check_time(query: _GrepQuery) -> None:
+    if time.monotonic() > query.deadline:
+        raise _OutOfTime
+
+
+@dataclass(slots=True)
+class _Outcome:
+    entries: list[str] = field(default_factory=list[str])
+    scan: Scan = field(default_factory=Scan)
+    too_big: int = 0
+    stopped_in: str | None = None  # the file being searched when the budget ran out
 
 
 class Grep(FunctionTool):
@@ -189,12 +213,32 @@ class Grep(FunctionTool):
 
     Annotated read-only and idempotent; permission metadata argument ``path``, kind ``path``.
 
+    A search is bounded in time as well as in output: the clock is checked between files
+    and between lines (between matches in multiline mode), and once ``time_budget`` seconds
+    have passed the search stops and returns what it found with a note that names the file
+    it was in. One regular-expression search of a single line (or, in multiline mode, of a
+    whole file) cannot be interrupted: Python's ``re`` holds the thread until it returns, so a
+    pathological pattern on one long line can still run past the budget (and past the
+    loop's tool timeout, which stops waiting for it but cannot stop the worker thread).
+
     Args:
         workspace: the workspace (or its root directory) the tool is confined to.
+        time_budget: seconds a call may search before it stops with partial results.
+
+    Raises:
+        UserError: ``time_budget`` is not positive.
     """
 
-    def __init__(self, workspace: Workspace | str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        workspace: Workspace | str | os.PathLike[str],
+        *,
+        time_budget: float = GREP_TIME_BUDGET,
+    ) -> None:
+        if not time_budget > 0:
+            raise UserError(f"Grep: time_budget must be > 0 seconds, not {time_budget!r}")
         self.workspace = as_workspace(workspace)
+        self.time_budget = float(time_budget)
         super().__init__(
             self._grep,
             name="Grep",
@@ -202,6 +246,7 @@ class Grep(FunctionTool):
                 root=self.workspace.root,
                 head_limit=GREP_HEAD_LIMIT,
                 max_mb=MAX_GREP_FILE_BYTES // (1024 * 1024),
+                budget=self.time_budget,
             ),
             annotations=ToolAnnotations(title="Search files", read_only=True, idempotent=True),
             metadata=path_metadata("path"),
@@ -255,6 +300,7 @@ class Grep(FunctionTool):
             before=before if before is not None else (context or 0),
             after=after if after is not None else (context or 0),
             want=None if output_mode == "files_with_matches" else offset + limit + 1,
+            deadline=time.monotonic() + self.time_budget,
         )
         try:
             fd, rel = self.workspace.open_relative(path if path is not None else ".")
@@ -266,8 +312,7 @@ class Grep(FunctionTool):
             os.close(fd)
         if isinstance(outcome, ToolReturn):
             return outcome
-        entries, scan, too_big = outcome
-        return ToolReturn(content=_page(entries, offset, limit, scan, too_big))
+        return ToolReturn(content=_page(outcome, offset, limit, self.time_budget))
 
 
 def _file_filter(glob: str | None) -> tuple[re.Pattern[str], bool, bool] | None:
@@ -281,71 +326,71 @@ def _file_filter(glob: str | None) -> tuple[re.Pattern[str], bool, bool] | None:
 
 def _search(
     fd: int, rel: str, query: _GrepQuery, filt: tuple[re.Pattern[str], bool, bool] | None
-) -> ToolReturn | tuple[list[str], Scan, int]:
+) -> ToolReturn | _Outcome:
     st = os.fstat(fd)
-    scan = Scan()
+    found = _Outcome()
     if not stat.S_ISDIR(st.st_mode):
         if not stat.S_ISREG(st.st_mode):
             return fail(f'"{rel}" is not a regular file or directory; Grep cannot search it.')
-        data = _read_limited(fd)
+        data = read_limited(fd, MAX_GREP_FILE_BYTES)
         if data is None:
             return fail(f'"{rel}" is over {MAX_GREP_FILE_BYTES:,} bytes; Grep skips such files.')
         if is_binary(data[:SNIFF_BYTES]):
             return fail(f'"{rel}" is a binary file; Grep searches text files only.')
-        return _entries_of(rel, data, query, []), scan, 0
-    entries: list[str] = []
+        try:
+            _entries_of(rel, data, query, found.entries)
+        except _OutOfTime:
+            found.entries.clear()  # the file was searched part way
+            found.stopped_in = rel
+        return found
     dated: list[tuple[float, str]] = []
-    too_big = 0
-    for item in walk(fd, "", scan):
+    try:
+        _walk_files(fd, rel, query, filt, found, dated)
+    except _OutOfTime:
+        pass
+    if query.mode == "files_with_matches":
+        dated.sort(key=lambda d: (-d[0], d[1]))
+        found.entries = [p for _, p in dated]
+    return found
+
+
+def _walk_files(
+    fd: int,
+    rel: str,
+    query: _GrepQuery,
+    filt: tuple[re.Pattern[str], bool, bool] | None,
+    found: _Outcome,
+    dated: list[tuple[float, str]],
+) -> None:
+    """Search every file below ``fd`` into ``found`` (or ``dated``); raises :class:`_OutOfTime`."""
+    for item in walk(fd, "", found.scan):
+        if time.monotonic() > query.deadline:
+            found.stopped_in = join(rel, item.rel)
+            raise _OutOfTime
         if filt is not None:
             regex, whole, exclude = filt
             if bool(regex.match(item.rel if whole else item.name)) == exclude:
                 continue
         if item.st.st_size > MAX_GREP_FILE_BYTES:
-            too_big += 1
+            found.too_big += 1
             continue
-        data = _read_at(item)
+        data = read_found(item, MAX_GREP_FILE_BYTES)
         if data is None or is_binary(data[:SNIFF_BYTES]):
             continue
         shown = join(rel, item.rel)
-        if query.mode == "files_with_matches":
-            if _matches(data, query):
-                dated.append((item.st.st_mtime, shown))
-            continue
-        _entries_of(shown, data, query, entries)
-        if query.want is not None and len(entries) >= query.want:
-            break
-    if query.mode == "files_with_matches":
-        dated.sort(key=lambda d: (-d[0], d[1]))
-        entries = [p for _, p in dated]
-    return entries, scan, too_big
-
-
-def _read_limited(fd: int) -> bytes | None:
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := os.read(fd, 1 << 20):
-        size += len(chunk)
-        if size > MAX_GREP_FILE_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _read_at(item: Found) -> bytes | None:
-    """The file's bytes, opened relative to its directory without following links."""
-    try:
-        fd = os.open(item.name, FILE_FLAGS, dir_fd=item.dir_fd)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return _read_limited(fd)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+        mark = len(found.entries)
+        try:
+            if query.mode == "files_with_matches":
+                if _matches(data, query):
+                    dated.append((item.st.st_mtime, shown))
+            else:
+                _entries_of(shown, data, query, found.entries)
+        except _OutOfTime:
+            del found.entries[mark:]  # a file searched part way is left out
+            found.stopped_in = shown
+            raise
+        if query.want is not None and len(found.entries) >= query.want:
+            return
 
 
 def _decode_lines(data: bytes) -> tuple[str, list[str]]:
@@ -360,16 +405,30 @@ def _matches(data: bytes, query: _GrepQuery) -> bool:
     text, lines = _decode_lines(data)
     if query.multiline:
         return query.regex.search(text) is not None
-    return any(query.regex.search(line) for line in lines)
+    for line in lines:
+        if query.regex.search(line):
+            return True
+        _check_time(query)
+    return False
 
 
 def _matching_lines(text: str, lines: list[str], query: _GrepQuery) -> list[int]:
-    """0-based indexes of the lines holding a match (all lines a multiline match spans)."""
+    """0-based indexes of the lines holding a match (all lines a multiline match spans).
+
+    Raises:
+        _OutOfTime: the time budget ran out (checked after each line, or each match).
+    """
     if not query.multiline:
-        return [i for i, line in enumerate(lines) if query.regex.search(line)]
+        found: list[int] = []
+        for i, line in enumerate(lines):
+            if query.regex.search(line):
+                found.append(i)
+            _check_time(query)
+        return found
     starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
     hit: set[int] = set()
     for m in query.regex.finditer(text):
+        _check_time(query)
         first = bisect.bisect_right(starts, m.start()) - 1
         last = bisect.bisect_right(starts, max(m.start(), m.end() - 1)) - 1
         hit.update(range(first, min(last, len(lines) - 1) + 1))
@@ -409,7 +468,8 @@ def _entries_of(shown: str, data: bytes, query: _GrepQuery, out: list[str]) -> l
     return out
 
 
-def _page(entries: list[str], offset: int, limit: int, scan: Scan, too_big: int) -> str:
+def _page(found: _Outcome, offset: int, limit: int, budget: float) -> str:
+    entries = found.entries
     page: list[str] = []
     size = 0
     for entry in entries[offset : offset + limit]:
@@ -419,7 +479,7 @@ def _page(entries: list[str], offset: int, limit: int, scan: Scan, too_big: int)
         size += len(entry) + 1
     notes: list[str] = []
     if not entries:
-        notes.append("No matches found.")
+        notes.append("No matches found." if found.stopped_in is None else "No matches found yet.")
     elif not page:
         notes.append(f"No results at offset={offset}; there are {len(entries)} entries.")
     end = offset + len(page)
@@ -428,9 +488,17 @@ def _page(entries: list[str], offset: int, limit: int, scan: Scan, too_big: int)
             f"[Showing entries {offset + 1}-{end}; more exist. Call Grep again with the same "
             f"arguments and offset={end} for the next page.]"
         )
-    if too_big:
-        notes.append(f"[{too_big} files over {MAX_GREP_FILE_BYTES:,} bytes were not searched.]")
-    notes.extend(walk_notes(scan))
+    if found.stopped_in is not None:
+        notes.append(
+            f'[Grep stopped after its time budget of {budget:g} s, at "{found.stopped_in}": '
+            "the results are incomplete. Search a narrower path or glob, or simplify the "
+            "pattern (nested repeats like (a+)+ are very slow).]"
+        )
+    if found.too_big:
+        notes.append(
+            f"[{found.too_big} files over {MAX_GREP_FILE_BYTES:,} bytes were not searched.]"
+        )
+    notes.extend(walk_notes(found.scan))
     return "\n".join(page + notes)
 
 

@@ -24,6 +24,8 @@ __all__ = [
     "Scan",
     "glob_regex",
     "join",
+    "read_found",
+    "read_limited",
     "split_literal",
     "walk",
     "walk_notes",
@@ -184,6 +186,37 @@ def walk(
             os.close(sub)
         if scan.incomplete:
             return
+
+
+def read_limited(fd: int, cap: int) -> bytes | None:
+    """The rest of ``fd``'s bytes, or None once they pass ``cap`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := os.read(fd, 1 << 20):
+        size += len(chunk)
+        if size > cap:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def read_found(item: Found, cap: int) -> bytes | None:
+    """A walked file's bytes (None: unreadable, not regular or over ``cap`` bytes).
+
+    It is opened relative to its directory's descriptor without following links.
+    """
+    try:
+        fd = os.open(item.name, FILE_FLAGS, dir_fd=item.dir_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return read_limited(fd, cap)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def join(rel: str, name: str) -> str:
