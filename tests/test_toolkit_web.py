@@ -130,14 +130,19 @@ class LocalServer:
         return [s.path for s in self.seen]
 
 
-@pytest.fixture
-def server() -> Iterator[LocalServer]:
+def serving() -> Iterator[LocalServer]:
+    """A started :class:`LocalServer`, shut down when the generator is closed."""
     srv = LocalServer()
     srv.thread.start()
     yield srv
     srv.httpd.shutdown()
     srv.httpd.server_close()
     srv.thread.join(timeout=5)
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    yield from serving()
 
 
 class StubResolver:
@@ -196,6 +201,11 @@ class Connections:
 @pytest.fixture
 def connections(monkeypatch: pytest.MonkeyPatch) -> Connections:
     """Every TCP connect of the HTTP stack, recorded; only 127.0.0.1 is really connected."""
+    return guard_connections(monkeypatch)
+
+
+def guard_connections(monkeypatch: pytest.MonkeyPatch) -> Connections:
+    """Record every TCP connect of the HTTP stack; refuse any address but 127.0.0.1."""
     record = Connections()
     original = AnyIOBackend.connect_tcp
 
@@ -368,10 +378,30 @@ async def test_refused_through_a_redirect(
     target = "http://internal.test/admin" if via == "name" else f"http://{literal(address)}/admin"
     server.redirect("/go", target)
     stub = StubResolver({"site.test": ["127.0.0.1"], "internal.test": [address]})
+    tool = public(server, stub)
+    result = await fetch(tool, f"http://site.test:{server.port}/go")
+    # another host: handed back to the model, not followed
+    assert result.is_error is False
+    assert f"to another host: {target}\n" in str(result.content)
+    assert connections.attempts == [("127.0.0.1", server.port)]
+    # and fetching it is refused before any connection
+    again = await fetch(tool, target)
+    assert again.is_error is True
+    assert "refused to connect" in str(again.content)
+    assert connections.attempts == [("127.0.0.1", server.port)]
+    assert server.paths() == ["/go"]
+
+
+@pytest.mark.parametrize("address", [a for a in REFUSED if a != "127.0.0.1"])
+async def test_a_same_host_redirect_is_checked_again(
+    address: str, server: LocalServer, connections: Connections
+) -> None:
+    # the name answers differently on the second lookup (rebinding between hops)
+    server.redirect("/go", "/admin")
+    stub = StubResolver({"site.test": ["127.0.0.1"]}, later={"site.test": [address]})
     result = await fetch(public(server, stub), f"http://site.test:{server.port}/go")
     assert result.is_error is True
     assert "refused to connect" in str(result.content)
-    # the allowed server was asked once; the redirect target never got a connection
     assert connections.attempts == [("127.0.0.1", server.port)]
     assert server.paths() == ["/go"]
 

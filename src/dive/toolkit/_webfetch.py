@@ -1,7 +1,11 @@
 """``WebFetch``: fetch a URL over http(s) and return it as Markdown or text, SSRF-safe.
 
 Flow of a fetch, for the first URL and again for every redirect hop (at most
-``max_redirects``, followed by hand, never by the HTTP client):
+``max_redirects``, followed by hand, never by the HTTP client). Only redirects on the same
+host are followed (same scheme, host and port, or http to https on port 443 of the host,
+see :func:`same_host`); a redirect to another host ends the fetch with a result that names
+the target, so the model fetches it with a new call, which the permission rules judge on
+its own URL (a ``WebFetch(domain:...)`` rule sees only the ``url`` argument):
 
 1. The URL must be ``http`` or ``https``.
 2. Its host is resolved once (an address literal is taken as it is) and **every** address is
@@ -53,7 +57,7 @@ from dive.tools import (
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["WebFetch", "WebFetchInput", "html_to_markdown", "require_extras"]
+__all__ = ["WebFetch", "WebFetchInput", "html_to_markdown", "require_extras", "same_host"]
 
 USER_AGENT = "dive-agents-webfetch/0.1 (+https://pypi.org/project/dive-agents/)"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -127,6 +131,54 @@ class _Page:
     charset: str | None
     truncated: bool
     redirects: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Elsewhere:
+    """A redirect to another host: not followed, handed back to the model."""
+
+    url: str  # the URL that redirected
+    status: int
+    target: str
+    hops: int  # same-host redirects followed before it
+
+    def message(self, requested: str) -> str:
+        text = (
+            f"{self.url} redirected (HTTP {self.status}) to another host: {self.target}\n"
+            f"It was not followed. To fetch it, call WebFetch again with url={self.target!r}."
+        )
+        return text + (f"\nRedirected from: {requested}" if self.hops else "")
+
+
+def _port(url: httpx2.URL) -> int:
+    return url.port or _DEFAULT_PORTS.get(url.scheme, 0)
+
+
+def same_host(current: httpx2.URL, target: httpx2.URL) -> bool:
+    """Whether WebFetch follows a redirect from ``current`` to ``target`` itself.
+
+    Only on the same origin (scheme, host and port; the host compared without case), or an
+    upgrade from http to https on port 443 of the same host. A redirect anywhere else (a
+    subdomain, another port, a downgrade to http) is handed back to the model, so the next
+    fetch goes through the permission rules for its own URL.
+
+    Args:
+        current: the URL that answered with the redirect.
+        target: the absolute URL it redirects to.
+    """
+    if current.raw_host.lower() != target.raw_host.lower():
+        return False
+    if (current.scheme, _port(current)) == (target.scheme, _port(target)):
+        return True
+    return current.scheme == "http" and target.scheme == "https" and _port(target) == 443
+
+
+def _check_scheme(url: httpx2.URL) -> None:
+    if url.scheme not in _DEFAULT_PORTS:
+        raise _FetchError(
+            f"the scheme {url.scheme or '(none)'!r} is not supported: only http and https "
+            "URLs can be fetched"
+        )
 
 
 @functools.cache
@@ -235,6 +287,12 @@ class WebFetch(Tool):
     connection is pinned to the checked address; each redirect is checked again; size and
     time are capped. See :class:`~dive.toolkit.AddressPolicy` for the rules.
 
+    Redirects: only those on the same host are followed (same scheme, host and port, or an
+    upgrade from http to https on port 443). A redirect to another host is not followed: the
+    result (not an error) names the target URL and tells the model to call ``WebFetch``
+    with it, so that call goes through the approval gate and the permission rules for its
+    own host. An open redirect on an allowed domain therefore cannot reach a denied one.
+
     Args:
         resolver: turns host names into addresses; default: the system resolver
             (``getaddrinfo``). Tests give a stub.
@@ -246,7 +304,7 @@ class WebFetch(Tool):
         max_chars: characters of converted text returned per call; the result names the
             ``offset`` to read on.
         timeout: seconds a whole fetch (lookups, redirects, body) may take.
-        max_redirects: redirects followed before the fetch fails.
+        max_redirects: same-host redirects followed before the fetch fails.
         verify: TLS verification: True (system trust store), False (not recommended), or
             an ``ssl.SSLContext`` (for example with a corporate CA).
         user_agent: the ``User-Agent`` header sent.
@@ -301,8 +359,9 @@ class WebFetch(Tool):
             "as it is.\n"
             "- Give a full URL; http and https only. Private, local and cloud-metadata "
             "addresses are refused.\n"
-            f"- Redirects are followed (at most {self.max_redirects}); the result names the "
-            "final URL.\n"
+            f"- Redirects on the same host are followed (at most {self.max_redirects}); the "
+            "result names the final URL. A redirect to another host is not followed: the "
+            "result gives its URL; call WebFetch again with it to fetch it.\n"
             f"- At most {self.max_chars:,} characters come back per call; a truncated result "
             "names the offset to pass to read on.\n"
             "- Binary content (images, PDFs, archives) is not returned.\n"
@@ -330,12 +389,18 @@ class WebFetch(Tool):
             )
         except (AddressRefusedError, _FetchError) as exc:
             return _error(f"Could not fetch {args.url}: {exc}")
+        if isinstance(page, _Elsewhere):
+            return ToolReturn(content=page.message(args.url))
         # decoding and conversion of a large page take a while: off the event loop
         title, text = await asyncio.to_thread(_page_text, page)
         return self._render(args.url, page, title, text, args.offset)
 
-    async def _fetch(self, url: str) -> _Page:
-        """Fetch ``url`` under the policy, following redirects by hand (no time limit here)."""
+    async def _fetch(self, url: str) -> _Page | _Elsewhere:
+        """Fetch ``url`` under the policy, following same-host redirects by hand.
+
+        A redirect to another host ends the fetch with :class:`_Elsewhere` (no time limit
+        here; the caller sets one).
+        """
         import httpx2
 
         try:
@@ -346,23 +411,24 @@ class WebFetch(Tool):
             page_or_target = await self._hop(current)
             if isinstance(page_or_target, _Page):
                 return replace(page_or_target, redirects=hop)
+            status, location = page_or_target
             try:
-                current = current.join(page_or_target)
+                target = current.join(location)
             except (httpx2.InvalidURL, TypeError) as exc:
                 raise _FetchError(f"a redirect pointed to an invalid URL ({exc})") from None
+            _check_scheme(target)
+            if not same_host(current, target):
+                return _Elsewhere(url=str(current), status=status, target=str(target), hops=hop)
+            current = target
         raise _FetchError(
             f"it redirected more than {self.max_redirects} times (last target: {current})"
         )
 
-    async def _hop(self, url: httpx2.URL) -> _Page | str:
-        """One request: the page, or the ``Location`` of a redirect."""
+    async def _hop(self, url: httpx2.URL) -> _Page | tuple[int, str]:
+        """One request: the page, or the status and ``Location`` of a redirect."""
         import httpx2
 
-        if url.scheme not in _DEFAULT_PORTS:
-            raise _FetchError(
-                f"the scheme {url.scheme or '(none)'!r} is not supported: only http and https "
-                "URLs can be fetched"
-            )
+        _check_scheme(url)
         if not url.raw_host:
             raise _FetchError(f"{url} has no host")
         host = url.raw_host.decode("ascii")
@@ -413,10 +479,10 @@ class WebFetch(Tool):
         pinned = url.copy_with(host=str(address), fragment=None)
         return client.build_request("GET", pinned, headers=headers, extensions=extensions)
 
-    async def _read(self, url: httpx2.URL, response: httpx2.Response) -> _Page | str:
+    async def _read(self, url: httpx2.URL, response: httpx2.Response) -> _Page | tuple[int, str]:
         location = response.headers.get("location")
         if response.status_code in _REDIRECTS and location:
-            return location
+            return response.status_code, location
         mime, charset = _mime_of(response.headers.get("content-type", ""))
         if mime and not _is_text(mime):
             raise _FetchError(
