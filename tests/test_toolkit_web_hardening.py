@@ -18,6 +18,12 @@ from dive.agent import Agent
 from dive.permissions import PermissionConfig, permission_policy
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.toolkit._webfetch import WebFetch, same_host
+from dive.toolkit._websearch import (
+    DuckDuckGoBackend,
+    GoogleCSEBackend,
+    SearchError,
+    SearxngBackend,
+)
 from tests.test_tool_execution import results
 from tests.test_toolkit_web import (
     Connections,
@@ -161,3 +167,40 @@ async def test_the_permission_gate_judges_the_other_host(
     assert by_id["c2"].is_error is True
     assert 'Permission denied by rule "WebFetch(domain:other.test)"' in by_id["c2"].text
     assert server.paths() == ["/go"]
+
+
+# --- WebSearch: a bounded body, no redirects --------------------------------------------------
+
+
+async def test_search_responses_are_capped(server: LocalServer, connections: Connections) -> None:
+    huge = b"<html>" + b"x" * 3_000_000 + b"</html>"
+    server.route("/html/", (200, {"Content-Type": "text/html"}, huge))
+    backend = DuckDuckGoBackend(base_url=f"http://127.0.0.1:{server.port}/html/")
+    with pytest.raises(SearchError, match=r"DuckDuckGo answered with more than 2,000,000 bytes"):
+        await backend.search("python", max_results=5)
+    small = SearxngBackend(base_url=f"http://127.0.0.1:{server.port}/", max_bytes=100)
+    server.route("/search", (200, {"Content-Type": "application/json"}, b"[" + b" " * 200 + b"]"))
+    with pytest.raises(SearchError, match=r"SearXNG answered with more than 100 bytes"):
+        await small.search("python", max_results=5)
+
+
+async def test_search_redirects_are_not_followed(
+    server: LocalServer, connections: Connections
+) -> None:
+    server.redirect("/search", "https://elsewhere.test/search?key=secret", status=301)
+    server.route("/v1", (307, {"Location": "/v2"}, b""))
+    searx = SearxngBackend(base_url=f"http://127.0.0.1:{server.port}")
+    with pytest.raises(SearchError) as caught:
+        await searx.search("python", max_results=5)
+    message = str(caught.value)
+    assert "SearXNG answered HTTP 301, a redirect to https://elsewhere.test/search;" in message
+    assert "secret" not in message  # the query of the location is left out
+    assert "base_url" in message
+    google = GoogleCSEBackend(
+        api_key="k-1", engine_id="cx", base_url=f"http://127.0.0.1:{server.port}/v1"
+    )
+    relative = rf"a redirect to http://127\.0\.0\.1:{server.port}/v2;"
+    with pytest.raises(SearchError, match=rf"Google Custom Search answered HTTP 307, {relative}"):
+        await google.search("python", max_results=5)
+    assert server.paths() == ["/search", "/v1"]  # neither redirect was followed
+    assert connections.attempts == [("127.0.0.1", server.port)] * 2

@@ -14,16 +14,21 @@ Backends:
 Each backend takes a ``base_url`` (tests point it at a local server). A backend's endpoint is
 fixed by whoever configures it, never by the model, so backends connect normally (proxies
 from the environment apply); the URLs in the results are only text until ``WebFetch`` fetches
-one under its address policy.
+one under its address policy. Still, the endpoint's answer is bounded: the whole request is
+limited to the backend's ``timeout``, the body is read as it streams in and refused past
+``max_bytes`` (2 MB by default), and a redirect is not followed but reported as an error
+that names the backend and where it pointed (so a configured endpoint cannot send a search,
+with its key, somewhere else).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,6 +46,9 @@ from dive.tools import (
     schema_of,
 )
 
+if TYPE_CHECKING:
+    import httpx2
+
 __all__ = [
     "DuckDuckGoBackend",
     "GoogleCSEBackend",
@@ -53,6 +61,8 @@ __all__ = [
 ]
 
 _USER_AGENT = "Mozilla/5.0 (compatible; dive-agents-websearch/0.1)"
+MAX_RESPONSE_BYTES = 2_000_000
+"""The largest response body a backend reads (its ``max_bytes`` default)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,27 +107,66 @@ async def _request(
     *,
     service: str,
     seconds: float,
+    max_bytes: int,
     params: Mapping[str, str] | None = None,
     data: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> tuple[int, str]:
-    """``(status, text)`` of one request; transport failures become :class:`SearchError`."""
+    """``(status, text)`` of one request; transport failures become :class:`SearchError`.
+
+    The whole request is limited to ``seconds``, the body to ``max_bytes`` (read as it
+    streams in; a larger body is an error), and a redirect is an error, never followed.
+    """
     import httpx2
 
     try:
-        async with httpx2.AsyncClient(timeout=seconds, follow_redirects=True) as client:
-            response = await client.request(
+        async with (
+            asyncio.timeout(seconds),
+            httpx2.AsyncClient(timeout=seconds, follow_redirects=False) as client,
+        ):
+            request = client.build_request(
                 method,
                 url,
                 params=dict(params or {}),
                 data=dict(data) if data is not None else None,
                 headers={"User-Agent": _USER_AGENT, **(headers or {})},
             )
-    except httpx2.TimeoutException:
+            response = await client.send(request, stream=True)
+            try:
+                return response.status_code, await _body(response, service, max_bytes)
+            finally:
+                await response.aclose()
+    except (TimeoutError, httpx2.TimeoutException):
         raise SearchError(f"{service} did not answer within {seconds:g} s; try again") from None
     except httpx2.HTTPError as exc:
         raise SearchError(f"{service} could not be reached at {url} ({exc!r})") from None
-    return response.status_code, response.text
+
+
+async def _body(response: httpx2.Response, service: str, max_bytes: int) -> str:
+    """The text of ``response``, read up to ``max_bytes``; a redirect is a SearchError."""
+    status = response.status_code
+    if 300 <= status < 400:
+        location = response.headers.get("location")
+        where = "without a Location"
+        if location:
+            target = urlsplit(str(response.url.join(location)))
+            where = f"a redirect to {target.scheme}://{target.netloc}{target.path}"
+        raise SearchError(
+            f"{service} answered HTTP {status}, {where}; redirects are not followed, so set "
+            "the backend's base_url to the address the service answers at"
+        )
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            raise SearchError(
+                f"{service} answered with more than {max_bytes:,} bytes, the most a search "
+                "response may have; try a narrower query, or raise the backend's max_bytes"
+            )
+    try:
+        return bytes(body).decode(response.encoding or "utf-8", errors="replace")
+    except LookupError:
+        return bytes(body).decode("utf-8", errors="replace")
 
 
 def _object(value: Any) -> dict[str, Any] | None:
@@ -234,12 +283,14 @@ class DuckDuckGoBackend:
         region: a DuckDuckGo region code (``"us-en"``, ``"de-de"``…); None: no preference.
         safe_search: ``"strict"``, ``"moderate"`` or ``"off"``.
         timeout: seconds a search may take.
+        max_bytes: the largest response body read; a larger one is an error.
     """
 
     base_url: str = "https://html.duckduckgo.com/html/"
     region: str | None = None
     safe_search: str = "moderate"
     timeout: float = 15.0
+    max_bytes: int = MAX_RESPONSE_BYTES
 
     async def search(self, query: str, *, max_results: int) -> list[SearchResult]:
         require_extras("DuckDuckGoBackend", ("httpx2",))
@@ -248,7 +299,12 @@ class DuckDuckGoBackend:
             form["kl"] = self.region
         form["kp"] = {"strict": "1", "off": "-2"}.get(self.safe_search, "-1")
         status, text = await _request(
-            "POST", self.base_url, service="DuckDuckGo", seconds=self.timeout, data=form
+            "POST",
+            self.base_url,
+            service="DuckDuckGo",
+            seconds=self.timeout,
+            max_bytes=self.max_bytes,
+            data=form,
         )
         if status >= 400:
             raise SearchError(
@@ -273,6 +329,7 @@ class SearxngBackend:
         engines: engines to ask (``"duckduckgo,wikipedia"``); None: the instance's default.
         headers: extra request headers (for an instance behind an authenticating proxy).
         timeout: seconds a search may take.
+        max_bytes: the largest response body read; a larger one is an error.
     """
 
     base_url: str
@@ -281,6 +338,7 @@ class SearxngBackend:
     engines: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     timeout: float = 15.0
+    max_bytes: int = MAX_RESPONSE_BYTES
 
     async def search(self, query: str, *, max_results: int) -> list[SearchResult]:
         require_extras("SearxngBackend", ("httpx2",))
@@ -290,7 +348,13 @@ class SearxngBackend:
         params.update({k: v for k, v in options.items() if v})
         url = self.base_url.rstrip("/") + "/search"
         status, text = await _request(
-            "GET", url, service="SearXNG", seconds=self.timeout, params=params, headers=self.headers
+            "GET",
+            url,
+            service="SearXNG",
+            seconds=self.timeout,
+            max_bytes=self.max_bytes,
+            params=params,
+            headers=self.headers,
         )
         if status == 403:
             raise SearchError(
@@ -332,12 +396,14 @@ class GoogleCSEBackend:
         engine_id: the programmable search engine id (``cx``).
         base_url: the API endpoint.
         timeout: seconds a search may take.
+        max_bytes: the largest response body read; a larger one is an error.
     """
 
     api_key: str = field(repr=False)
     engine_id: str
     base_url: str = "https://www.googleapis.com/customsearch/v1"
     timeout: float = 15.0
+    max_bytes: int = MAX_RESPONSE_BYTES
 
     async def search(self, query: str, *, max_results: int) -> list[SearchResult]:
         require_extras("GoogleCSEBackend", ("httpx2",))
@@ -352,6 +418,7 @@ class GoogleCSEBackend:
             self.base_url,
             service="Google Custom Search",
             seconds=self.timeout,
+            max_bytes=self.max_bytes,
             params=params,
         )
         if status >= 400:
