@@ -202,8 +202,10 @@ class Rule:
     def matches_segment(self, segment: Segment, *, allow: bool) -> bool:
         """Whether the specifier matches one shell segment (name and kind checked already).
 
-        For allow, the segment's text must match and a write to a file needs a rule that
-        mentions ``>``; for deny and ask, the text or the bare text may match.
+        For allow, the segment's text must match, an opaque segment (``eval``, ``bash -c``,
+        ...) never matches and a write to a file needs a rule that mentions ``>``; for deny
+        and ask, any of the segment's views may match (quote-removed words, the command
+        behind assignments and wrappers).
         """
         if self.bare:
             return True
@@ -211,12 +213,11 @@ class Rule:
         if not self.exact:
             spec = " ".join(spec.split())
         if allow:
-            if segment.writes and ">" not in spec:
+            if segment.opaque or (segment.writes and ">" not in spec):
                 return False
             return _command_matches(self._form, spec, segment.text)
-        return _command_matches(self._form, spec, segment.text) or _command_matches(
-            self._form, spec, segment.bare
-        )
+        views = segment.views or (segment.text, segment.bare)
+        return any(_command_matches(self._form, spec, v) for v in views)
 
     def applies_to_command(self, target: Target) -> bool:
         """The rule names this command tool and can read its specifier."""
