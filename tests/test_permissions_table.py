@@ -466,3 +466,35 @@ def test_paths_through_symlinks_are_judged_where_they_lead(tmp_path: Path) -> No
     assert (escaped.kind, escaped.decided_by) == ("deny", "mode")  # leads outside: not allowed
     hidden = engine.decide(read, {"file_path": "src/keys/k"})
     assert (hidden.kind, hidden.rule) == ("deny", "Read(./secrets/**)")  # leads into a denied dir
+
+
+# --- regressions from the security review -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo 'unterminated", "cat <<EOF\nit's\n", "bash -c 'git status'", "eval ls", "$CMD x"],
+)
+def test_allow_for_session_on_a_command_rules_cannot_read_grants_only_that_command(
+    command: str,
+) -> None:
+    """Regression: it granted bare ``Bash`` (every command, ask rules overridden)."""
+    engine = PermissionEngine(PermissionConfig.from_rules(workspace=ROOT, ask=["Bash"]))
+    bash = TOOLS["Bash"]
+    [grant] = engine.grants_for_call(bash, {"command": command})
+    assert (grant.text, grant.specifier, grant.exact) == (f"Bash({command})", command, True)
+    decision = engine.decide(bash, {"command": command})
+    assert (decision.kind, decision.decided_by, decision.rule) == (
+        "allow",
+        "session_grant",
+        grant.text,
+    )
+    for other in ("rm -rf /", command + "; rm -rf /", command.split(" ")[0]):
+        assert engine.decide(bash, {"command": other}).kind == "ask", other
+
+
+def test_allow_for_session_on_a_command_without_a_string_grants_nothing() -> None:
+    engine = PermissionEngine(PermissionConfig.from_rules(workspace=ROOT))
+    assert engine.grants_for_call(TOOLS["Bash"], {"command": 42}) == ()
+    assert engine.grants_for_call(TOOLS["Bash"], {}) == ()
+    assert engine.grants == ()

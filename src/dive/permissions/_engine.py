@@ -106,8 +106,11 @@ class PermissionEngine:
     def grants_for_call(self, tool: Tool, arguments: Mapping[str, Any]) -> tuple[Rule, ...]:
         """Grant what an "allow for this session" answer about this call covers.
 
-        A command grants each of its segments exactly; a URL its host (``domain:host``); any
-        other call (a path, text, or a tool without a specifier) the whole tool.
+        A command grants each of its segments exactly; a command rules cannot read (one that
+        does not parse, or has an opaque part such as ``eval`` or ``bash -c``) grants exactly
+        its whole text, and a command argument that is not a string grants nothing. A URL
+        grants its host (``domain:host``); any other call (a path, text, or a tool without a
+        specifier) the whole tool.
 
         Args:
             tool: the tool called.
@@ -115,18 +118,24 @@ class PermissionEngine:
         """
         target = Target.of(tool, arguments, str(self._config.workspace))
         name = tool.name
-        if target.kind == "command" and target.shell is not None and target.shell.complete:
+        if target.kind == "command":
+            shell = target.shell
+            if shell is None or target.value is None:
+                return ()
+            whole = not shell.complete or any(s.opaque for s in shell.segments)
+            texts = [target.value] if whole else [s.text for s in shell.segments]
             return tuple(
                 self._add(
                     Rule(
-                        text=f"{name}({s.text})",
+                        text=f"{name}({text})",
                         tool=name,
-                        specifier=s.text,
+                        specifier=text,
                         source="session grant",
                         exact=True,
+                        whole=whole,
                     )
                 )
-                for s in target.shell.segments
+                for text in texts
             )
         if target.kind == "url" and target.value is not None:
             host = url_host(target.value, web_only=True)
@@ -212,7 +221,7 @@ class PermissionEngine:
             if rule.applies_to_command(target)
         ]
         for rule, by in candidates:
-            if rule.bare:
+            if rule.bare or (rule.whole and rule.specifier == target.value):
                 return ApprovalDecision(kind="allow", decided_by=by, rule=rule.text)
         shell = target.shell
         if shell is None or not shell.complete or not shell.segments:

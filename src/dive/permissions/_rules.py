@@ -119,6 +119,8 @@ class Rule:
         source: where the rule came from (a settings file path, or ``code``).
         exact: the specifier is literal text, not a pattern (the grants of an "allow for
             this session" answer about a command).
+        whole: with ``exact``, the specifier is a whole command line, matched as one text
+            and never against its parts (the grant for a command rules cannot read).
     """
 
     text: str
@@ -126,6 +128,7 @@ class Rule:
     specifier: str | None = None
     source: str = "code"
     exact: bool = False
+    whole: bool = False
     _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _form: Form = field(init=False, repr=False, compare=False)
 
@@ -209,6 +212,8 @@ class Rule:
         """
         if self.bare:
             return True
+        if self.whole:
+            return False  # matches a whole command line only (see the engine)
         spec = self.specifier or ""
         if not self.exact:
             spec = " ".join(spec.split())
