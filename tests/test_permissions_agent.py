@@ -612,3 +612,93 @@ async def test_a_hook_verdict_wins_over_the_rules_and_is_recorded_as_hook() -> N
     result = await agent.run("clean")
     assert kit.ran == ["Bash:rm -rf build"]
     assert decisions(result.turn) == [("c1", "allow", "hook", None)]
+
+
+# --- regressions from the security review: a grant never turns an allow into a denial ---------
+
+
+def _fetcher(kit: Kit) -> FunctionTool:
+    async def fetch(url: str) -> str:
+        """Fetch a URL (fake)."""
+        kit.ran.append(f"WebFetch:{url}")
+        return "page"
+
+    tool = FunctionTool(
+        fetch,
+        name="WebFetch",
+        annotations=ToolAnnotations(read_only=True, open_world=True),
+        metadata={ARGUMENT_KEY: "url", KIND_KEY: "url"},
+    )
+    kit.tools.append(tool)
+    return tool
+
+
+def _fetch(url: str, id: str) -> ScriptItem:
+    return tool_use(call("WebFetch", {"url": url}, id=id))
+
+
+async def test_allow_for_session_in_the_dialog_on_an_ipv6_url_runs_it_and_grants_the_host() -> None:
+    """Regression: ``domain:::1`` failed the rule syntax, so the user's allow became a denial."""
+    kit = Kit()
+    _fetcher(kit)
+    policy = permission_policy(
+        PermissionConfig.from_rules(ask=["WebFetch"]), lambda _: "allow_for_session"
+    )
+    agent, _ = agent_for(kit, [_fetch("http://[::1]:8080/x", "f1"), text("ok")], policy)
+    result = await agent.run("fetch")
+    assert kit.ran == ["WebFetch:http://[::1]:8080/x"]
+    assert decisions(result.turn) == [("f1", "allow", "dialog", "WebFetch")]
+    assert [g.text for g in policy.engine.grants] == ["WebFetch(domain:::1)"]
+
+
+async def test_a_dialog_naming_an_invalid_grant_still_allows_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kit = Kit()
+    policy = permission_policy(
+        PermissionConfig.from_rules(ask=["Bash"]),
+        lambda _: DialogAnswer(decision="allow_for_session", pattern="git push:* x"),
+    )
+    agent, _ = agent_for(kit, [sh("git push", "c1"), text("ok")], policy)
+    result = await agent.run("push")
+    assert kit.ran == ["Bash:git push"]
+    assert decisions(result.turn) == [("c1", "allow", "dialog", "Bash")]
+    assert policy.engine.grants == ()
+    assert any("could not be made" in r.getMessage() for r in caplog.records)
+
+
+async def test_allow_for_session_on_resume_with_an_idn_or_ipv6_url_completes() -> None:
+    """Regression: the grant raised PermissionConfigError from ``resumed``, failing the resume."""
+    kit = Kit()
+    _fetcher(kit)
+    policy = permission_policy(PermissionConfig.from_rules(ask=["WebFetch"]))
+    agent, _ = _suspending_agent(
+        kit,
+        [_fetch("https://b\u00fccher.de/", "f1"), _fetch("http://[::1]/", "f2"), text("ok")],
+        policy,
+    )
+    first = await agent.run("fetch")
+    assert first.status == "suspended"
+    second = await agent.run(tool_results={"f1": ToolApproval(approved=True, for_session=True)})
+    assert second.status == "suspended"
+    done = await agent.run(tool_results={"f2": ToolApproval(approved=True, for_session=True)})
+    assert done.status == "completed"
+    assert [g.text for g in policy.engine.grants] == [
+        "WebFetch(domain:xn--bcher-kva.de)",
+        "WebFetch(domain:::1)",
+    ]
+
+
+def test_resumed_never_raises(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kit = Kit()
+    policy = permission_policy(PermissionConfig.from_rules())
+
+    def broken(tool: Tool, arguments: object) -> tuple[()]:
+        raise RuntimeError("no grant today")
+
+    monkeypatch.setattr(policy.engine, "grants_for_call", broken)
+    approval = ToolApproval(approved=True, for_session=True)
+    policy.resumed(kit.bash, call("Bash", {"command": "ls"}, id="c1"), approval)
+    assert any("could not be made" in r.getMessage() for r in caplog.records)

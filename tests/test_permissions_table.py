@@ -359,6 +359,56 @@ ROWS = [
         ("mcp-deny-bypass", "mcp__github__create_issue", None, "deny", "rule"),
     ),
     *group({"ask": ("mcp__slack__post",)}, ("mcp-ask", "mcp__slack__post", None, "ask", "rule")),
+    # --- hosts as the fetcher reaches them (regression: urlsplit's host was compared) -------
+    *group(
+        mode("bypass", deny=("WebFetch(domain:evil.com)",)),
+        ("host-ideographic-dot", "WebFetch", "https://evil\u3002com/", "deny", "rule"),
+        ("host-fullwidth", "WebFetch", "https://EVIL\uff0eCOM/", "deny", "rule"),
+        ("host-halfwidth-dot", "WebFetch", "https://evil\uff61com/", "deny", "rule"),
+        ("host-fullwidth-letters", "WebFetch", "https://\uff45vil.com/", "deny", "rule"),
+        ("host-trailing-dot", "WebFetch", "https://evil.com./", "deny", "rule"),
+        ("host-other", "WebFetch", "https://evil.co/", "allow", "mode"),
+    ),
+    *group(
+        dont_ask("WebFetch(domain:xn--bcher-kva.de)"),
+        ("host-idn-url", "WebFetch", "https://b\u00fccher.de/", "allow", "rule"),
+        ("host-idn-upper", "WebFetch", "https://B\u00dcCHER.de/", "allow", "rule"),
+    ),
+    *group(
+        dont_ask("WebFetch(domain:b\u00fccher.de)", "WebFetch(domain:[::1])"),
+        ("host-idn-rule", "WebFetch", "https://xn--bcher-kva.de/x", "allow", "rule"),
+        ("host-ipv6-rule", "WebFetch", "http://[0::1]:8080/", "allow", "rule"),
+    ),
+    *group(
+        dont_ask("WebFetch(domain:strasse.de)"),
+        ("host-ambiguous-allow", "WebFetch", "https://stra\u00dfe.de/", "deny", "mode"),
+        ("host-unencodable", "WebFetch", "https://a\u0300\u200d.de/", "deny", "mode"),
+    ),
+    *group(
+        mode("bypass", deny=("WebFetch(domain:strasse.de)", "WebFetch(domain:127.0.0.1)")),
+        ("host-ambiguous-deny", "WebFetch", "https://stra\u00dfe.de/", "deny", "rule"),
+        ("host-numeric", "WebFetch", "http://2130706433/", "deny", "rule"),
+        ("host-short-ipv4", "WebFetch", "http://127.1:8000/", "deny", "rule"),
+    ),
+    # --- URL globs: the host is matched on its own (regression: * crossed into the path) --
+    *group(
+        dont_ask("WebFetch(https://*.example.com/*)"),
+        ("glob-subdomain", "WebFetch", "https://docs.example.com/a", "allow", "rule"),
+        ("glob-upper", "WebFetch", "https://DOCS.EXAMPLE.COM/a", "allow", "rule"),
+        ("glob-default-port", "WebFetch", "https://docs.example.com:443/a", "allow", "rule"),
+        ("glob-host-in-path", "WebFetch", "https://evil.com/a.example.com/", "deny", "mode"),
+        ("glob-host-in-path2", "WebFetch", "https://evil.com/.example.com/x", "deny", "mode"),
+        ("glob-userinfo", "WebFetch", "https://a.example.com@evil.com/", "deny", "mode"),
+        ("glob-fragment", "WebFetch", "https://evil.com#.example.com/", "deny", "mode"),
+        ("glob-query", "WebFetch", "https://evil.com?.example.com/", "deny", "mode"),
+        ("glob-other-port", "WebFetch", "https://docs.example.com:8443/a", "deny", "mode"),
+        ("glob-scheme", "WebFetch", "http://docs.example.com/a", "deny", "mode"),
+        ("glob-idn-dot", "WebFetch", "https://docs.example\u3002com/a", "allow", "rule"),
+    ),
+    *group(
+        mode("bypass", deny=("WebFetch(https://*.evil.com/*)",)),
+        ("glob-deny-dot", "WebFetch", "https://x.evil\uff0ecom/a", "deny", "rule"),
+    ),
     # --- tools without permission metadata ----------------------------------------------------
     *group(dont_ask("Shell(ls:*)"), ("no-meta-specifier", "Shell", "ls", "deny", "mode")),
     *group(dont_ask("Shell"), ("no-meta-bare", "Shell", "ls", "allow", "rule", "Shell")),
@@ -498,3 +548,25 @@ def test_allow_for_session_on_a_command_without_a_string_grants_nothing() -> Non
     assert engine.grants_for_call(TOOLS["Bash"], {"command": 42}) == ()
     assert engine.grants_for_call(TOOLS["Bash"], {}) == ()
     assert engine.grants == ()
+
+
+def test_allow_for_session_on_a_url_grants_its_normalised_host() -> None:
+    """Regression: an IPv6 or IDN host failed the rule syntax and the grant raised."""
+    engine = PermissionEngine(PermissionConfig.from_rules(workspace=ROOT, mode="dont_ask"))
+    fetch = TOOLS["WebFetch"]
+    [ipv6] = engine.grants_for_call(fetch, {"url": "http://[::1]:8080/x"})
+    assert ipv6.text == "WebFetch(domain:::1)"
+    assert engine.decide(fetch, {"url": "http://[0:0::1]/y"}).decided_by == "session_grant"
+    [idn] = engine.grants_for_call(fetch, {"url": "https://B\u00fccher.de/"})
+    assert idn.text == "WebFetch(domain:xn--bcher-kva.de)"
+    assert engine.decide(fetch, {"url": "https://xn--bcher-kva.de/"}).kind == "allow"
+    assert engine.grants_for_call(fetch, {"url": "https://stra\u00dfe.de/"}) == ()
+    assert engine.grants_for_call(fetch, {"url": "file:///etc/passwd"}) == ()
+    assert engine.decide(fetch, {"url": "https://example.org/"}).kind == "deny"
+
+
+@pytest.mark.parametrize(
+    "rule", ["WebFetch(domain:::1)", "WebFetch(domain:[::1])", "WebFetch(domain:*.b\u00fccher.de)"]
+)
+def test_ip_literal_and_international_domain_rules_parse(rule: str) -> None:
+    PermissionConfig.from_rules(allow=[rule])

@@ -30,9 +30,9 @@ from dive.permissions._modes import (
     parse_mode,
     plan_denial,
 )
-from dive.permissions._paths import url_host
 from dive.permissions._rules import Rule, Target, parse_rule
 from dive.permissions._settings import PermissionConfig
+from dive.permissions._urls import url_hosts
 from dive.tools import Tool
 
 __all__ = ["PermissionEngine"]
@@ -109,8 +109,9 @@ class PermissionEngine:
         A command grants each of its segments exactly; a command rules cannot read (one that
         does not parse, or has an opaque part such as ``eval`` or ``bash -c``) grants exactly
         its whole text, and a command argument that is not a string grants nothing. A URL
-        grants its host (``domain:host``); any other call (a path, text, or a tool without a
-        specifier) the whole tool.
+        grants its normalised host (``domain:xn--bcher-kva.de``, ``domain:::1``), or nothing
+        when it has no host or one whose encodings disagree; any other call (a path, text,
+        or a tool without a specifier) the whole tool. Never raises.
 
         Args:
             tool: the tool called.
@@ -137,10 +138,16 @@ class PermissionEngine:
                 )
                 for text in texts
             )
-        if target.kind == "url" and target.value is not None:
-            host = url_host(target.value, web_only=True)
-            if host is not None:
-                return (self.grant_for_session(name, f"domain:{host}"),)
+        if target.kind == "url":
+            hosts = url_hosts(target.value, web_only=True) if target.value is not None else None
+            if hosts is None or len(hosts) != 1:
+                return ()  # no host, or one whose encodings disagree: this call only
+            spec = f"domain:{hosts[0]}"  # built from the normalised host, never re-parsed
+            return (
+                self._add(
+                    Rule(text=f"{name}({spec})", tool=name, specifier=spec, source="session grant")
+                ),
+            )
         return (self.grant_for_session(name),)
 
     # --- deciding -----------------------------------------------------------------------------

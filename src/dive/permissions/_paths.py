@@ -1,4 +1,4 @@
-"""Path and URL specifiers: segment-safe path globs and host matching.
+"""Path specifiers: segment-safe path globs and symlink-aware path views.
 
 **Paths.** A rule's path pattern is anchored like this: ``./x`` and ``x/y`` (anything with a
 slash) are relative to the workspace root; ``x`` without a slash (``*.py``, ``.env``) matches
@@ -12,10 +12,8 @@ It is looked at two ways: as written (lexically) and as the file system resolves
 (symlinks followed). An allow rule must match both, and never matches a path with a ``..``
 segment; a deny or ask rule matches if either view does.
 
-**URLs.** ``domain:example.com`` matches that host exactly (any scheme, any port);
-``domain:*.example.com`` matches its subdomains (not ``example.com`` itself: list both to
-cover both). Any other URL specifier is a glob over the whole URL where ``*`` matches any
-characters. An allow rule needs an ``http`` or ``https`` URL with a host.
+**Globs.** :func:`glob_regex` is the plain glob of command, text and URL specifiers: ``*``
+matches any characters.
 """
 
 from __future__ import annotations
@@ -24,15 +22,12 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import urlsplit
 
 __all__ = [
     "ResolvedPath",
-    "domain_matches",
     "glob_regex",
     "path_matches",
     "resolve_path",
-    "url_host",
 ]
 
 _GLOB_CHARS = frozenset("*?[")
@@ -139,25 +134,6 @@ def path_matches(spec: str, path: ResolvedPath, root: str, *, allow: bool) -> bo
     if allow:
         return not path.climbs and one(path.lexical) and one(path.real)
     return one(path.lexical) or one(path.real)
-
-
-def url_host(value: str, *, web_only: bool) -> str | None:
-    """The lower-case host of a URL (None when it has none, or is not http(s) and ``web_only``)."""
-    try:
-        parts = urlsplit(value.strip())
-        host = parts.hostname
-    except ValueError:
-        return None
-    if not host or (web_only and parts.scheme.lower() not in ("http", "https")):
-        return None
-    return host.rstrip(".").lower()
-
-
-def domain_matches(domain: str, host: str) -> bool:
-    """``domain:`` matching: the host itself, or (``*.x``) any subdomain of ``x``."""
-    if domain.startswith("*."):
-        return host.endswith(domain[1:])
-    return host == domain
 
 
 @lru_cache(maxsize=1024)

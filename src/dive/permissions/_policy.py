@@ -179,11 +179,6 @@ class PermissionPolicy:
                     f"the dialog answered {answer.decision!r}; answer allow, deny or "
                     "allow_for_session"
                 )
-            if answer.decision == "allow_for_session":
-                if answer.pattern is not None:
-                    self._engine.grant_for_session(request.tool.name, answer.pattern)
-                else:
-                    self._engine.grants_for_call(request.tool, request.call.arguments)
         except Exception as exc:
             self._log.exception("the permission dialog failed for %s", request.call.id)
             return ApprovalDecision(
@@ -192,6 +187,8 @@ class PermissionPolicy:
                 decided_by="dialog",
                 rule=request.rule,
             )
+        if answer.decision == "allow_for_session":
+            self._grant(request.tool, request.call, answer.pattern)
         if answer.decision == "deny":
             return ApprovalDecision(
                 kind="deny",
@@ -203,10 +200,32 @@ class PermissionPolicy:
             kind="allow", message=answer.message, decided_by="dialog", rule=request.rule
         )
 
+    def _grant(self, tool: Tool, call: ToolCall, pattern: str | None) -> None:
+        """Learn an "allow for this session" grant; a failure is logged, never raised.
+
+        The call itself is allowed either way: a grant that cannot be made must not turn the
+        user's allow into a denial (or fail a resume).
+        """
+        try:
+            if pattern is not None:
+                self._engine.grant_for_session(tool.name, pattern)
+            else:
+                self._engine.grants_for_call(tool, call.arguments)
+        except Exception:
+            self._log.exception(
+                "the session grant for call %s (%s) could not be made; the call is allowed "
+                "this once",
+                call.id,
+                tool.name,
+            )
+
     def resumed(self, tool: Tool, call: ToolCall, approval: ToolApproval) -> None:
-        """A resume settled a call held at the gate: learn an "allow for this session" grant."""
+        """A resume settled a call held at the gate: learn an "allow for this session" grant.
+
+        Never raises: a grant that cannot be made is logged and skipped.
+        """
         if approval.approved and approval.for_session:
-            self._engine.grants_for_call(tool, call.arguments)
+            self._grant(tool, call, None)
 
 
 def permission_policy(

@@ -26,15 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from dive.permissions._errors import PermissionConfigError
-from dive.permissions._paths import (
-    ResolvedPath,
-    domain_matches,
-    glob_regex,
-    path_matches,
-    resolve_path,
-    url_host,
-)
+from dive.permissions._paths import ResolvedPath, glob_regex, path_matches, resolve_path
 from dive.permissions._shell import Segment, ShellSplit, split_command
+from dive.permissions._urls import domain_forms, domain_matches, url_glob_matches, url_hosts
 from dive.tools import Tool
 
 __all__ = [
@@ -54,7 +48,6 @@ KIND_KEY = "dive.permission.kind"
 SpecifierKind = Literal["command", "path", "url", "text"]
 _KINDS: tuple[str, ...] = get_args(SpecifierKind)
 _NAME = re.compile(r"[A-Za-z0-9_*-]{1,128}")
-_HOST = re.compile(r"(\*\.)?[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 _log = logging.getLogger("dive.permissions")
 _warned: set[tuple[str, str]] = set()
 
@@ -131,6 +124,7 @@ class Rule:
     whole: bool = False
     _name: re.Pattern[str] = field(init=False, repr=False, compare=False)
     _form: Form = field(init=False, repr=False, compare=False)
+    _domain: tuple[bool, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         server = re.fullmatch(r"mcp__[A-Za-z0-9_-]+?", self.tool)
@@ -146,6 +140,13 @@ class Rule:
             form = "prefix" if spec.endswith(":*") else "glob"
             form = "domain" if spec.startswith("domain:") else form
         object.__setattr__(self, "_form", form)
+        domain: tuple[bool, tuple[str, ...]] = (False, ())
+        if form == "domain" and spec is not None:
+            try:
+                domain = domain_forms(spec[7:])
+            except ValueError:
+                pass  # parse_rule rejects it first; a hand-made Rule then matches nothing
+        object.__setattr__(self, "_domain", domain)
 
     @property
     def bare(self) -> bool:
@@ -192,10 +193,13 @@ class Rule:
             assert target.path is not None
             return path_matches(spec, target.path, target.root, allow=allow)
         if target.kind == "url":
-            host = url_host(target.value, web_only=allow)
+            hosts = url_hosts(target.value, web_only=allow)
             if self._form == "domain":
-                return host is not None and domain_matches(spec[7:], host)
-            return (host is not None or not allow) and _glob(spec, target.value.strip())
+                wildcard, domains = self._domain
+                return hosts is not None and domain_matches(wildcard, domains, hosts, allow=allow)
+            return (hosts is not None or not allow) and url_glob_matches(
+                spec, target.value, allow=allow
+            )
         if self._form == "exact":
             return target.value == spec
         if self._form == "prefix":
@@ -250,11 +254,7 @@ def _check_specifier(spec: str) -> None:
             "the specifier in parentheses is empty; write Name or Name(*) for every call"
         )
     if spec.startswith("domain:"):
-        if not _HOST.fullmatch(spec[7:]):
-            raise ValueError(
-                f"{spec[7:]!r} is not a host name; write domain:example.com or "
-                "domain:*.example.com (no scheme, path or port)"
-            )
+        domain_forms(spec[7:])  # raises ValueError saying what to write
         return
     body = spec[:-2] if spec.endswith(":*") else spec
     if ":*" in body:
