@@ -233,8 +233,10 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
 async def _precount(run: Run, request: ModelRequest) -> str | None:
     """Why ``request`` may not be sent under a ``count_tokens_first`` budget, or None."""
     config, model = run.config, run.setup.model
-    wanted = (config.usage_limits, config.session_usage_limits)
-    if not any(u is not None and u.count_tokens_first for u in wanted):
+    turn, session = config.usage_limits, config.session_usage_limits
+    if not (turn is not None and turn.count_tokens_first) and not (
+        session is not None and session.count_tokens_first
+    ):
         return None  # the common case: nothing to count, nothing built
     budgets = [b for b in _budgets(run) if b[0].count_tokens_first]
     if not budgets or not isinstance(model, TokenCounter):

@@ -9,8 +9,7 @@ run never reaches another run's observer. An observer that raises is logged, nev
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -43,14 +42,22 @@ _OBSERVER: ContextVar[Callable[[RetryNotice], None] | None] = ContextVar(
 )
 
 
-@contextmanager
-def observe_retries(callback: Callable[[RetryNotice], None] | None) -> Generator[None]:
-    """Send the retry notices of model calls made inside this block to ``callback``."""
-    token = _OBSERVER.set(callback)
-    try:
-        yield
-    finally:
-        _OBSERVER.reset(token)
+class observe_retries:  # used like a function: ``with observe_retries(cb):``
+    """Send the retry notices of model calls made inside this block to ``callback``.
+
+    A small class rather than a generator: it runs once per model call, on the hot path.
+    """
+
+    __slots__ = ("_callback", "_token")
+
+    def __init__(self, callback: Callable[[RetryNotice], None] | None) -> None:
+        self._callback = callback
+
+    def __enter__(self) -> None:
+        self._token = _OBSERVER.set(self._callback)
+
+    def __exit__(self, *exc: object) -> None:
+        _OBSERVER.reset(self._token)
 
 
 def report_retry(notice: RetryNotice) -> None:
