@@ -570,3 +570,136 @@ def test_allow_for_session_on_a_url_grants_its_normalised_host() -> None:
 )
 def test_ip_literal_and_international_domain_rules_parse(rule: str) -> None:
     PermissionConfig.from_rules(allow=[rule])
+
+
+# --- searches reach what they search (regression: Grep(path=".") read a denied .env) ---------
+
+SEARCH_TOOLS: dict[str, Tool] = {
+    "Grep": _tool("Grep", "path", "path", annotations=RO),
+    "Glob": _tool("Glob", "pattern", "path", annotations=RO),  # the toolkit's metadata
+    "ListDirectory": _tool("ListDirectory", "path", "path", annotations=RO),
+}
+SECRETS = ("Read(./.env)", "Grep(./secrets/**)", "Glob(./secrets/**)")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "deny", "expect", "rule"),
+    [
+        ("Grep", {"pattern": "KEY", "path": "."}, SECRETS, "deny", "Read(./.env)"),
+        ("Grep", {"pattern": "KEY"}, SECRETS, "deny", "Read(./.env)"),
+        ("Grep", {"pattern": "KEY", "path": ".."}, SECRETS, "deny", "Read(./.env)"),
+        ("Grep", {"pattern": "KEY", "path": "/"}, SECRETS, "deny", "Read(./.env)"),
+        ("Grep", {"pattern": "KEY", "path": ".env"}, SECRETS, "deny", "Read(./.env)"),
+        ("Grep", {"pattern": "KEY", "path": "secrets/a"}, SECRETS, "deny", "Grep(./secrets/**)"),
+        ("Grep", {"pattern": "KEY", "path": "src"}, SECRETS, "allow", None),
+        ("Grep", {"pattern": "K", "path": ".", "glob": "*.py"}, ("Read(./.env)",), "allow", None),
+        ("Grep", {"pattern": "K", "path": ".", "glob": ".e*"}, ("Read(./.env)",), "deny", None),
+        ("Grep", {"pattern": "K", "path": ".", "glob": "!*.py"}, ("Read(./.env)",), "deny", None),
+        ("Grep", {"pattern": "K", "glob": "**/.env"}, ("Read(./.env)",), "deny", None),
+        ("Grep", {"pattern": "K", "path": "src"}, ("Read(.env)",), "deny", "Read(.env)"),
+        ("Grep", {"pattern": "K", "path": "src", "glob": "*.py"}, ("Read(.env)",), "allow", None),
+        ("Glob", {"pattern": "*", "path": "secrets"}, SECRETS, "deny", "Glob(./secrets/**)"),
+        ("Glob", {"pattern": "secrets/*"}, SECRETS, "deny", "Glob(./secrets/**)"),
+        ("Glob", {"pattern": "secrets/**/*.pem", "path": "."}, SECRETS, "deny", None),
+        ("Glob", {"pattern": "**/*.py"}, SECRETS, "deny", "Glob(./secrets/**)"),
+        ("Glob", {"pattern": "**/*.py"}, ("Read(./.env)",), "allow", None),
+        ("Glob", {"pattern": ".e*"}, ("Read(./.env)",), "deny", "Read(./.env)"),
+        ("Glob", {"pattern": "*.md"}, SECRETS, "allow", None),
+        ("Glob", {"pattern": "src/**/*.py"}, SECRETS, "allow", None),
+        ("Glob", {"pattern": "**", "path": "src"}, SECRETS, "allow", None),
+        ("Glob", {"pattern": f"{ROOT}/secrets/*"}, SECRETS, "deny", "Glob(./secrets/**)"),
+        ("ListDirectory", {"path": "secrets"}, ("Read(./secrets/**)",), "deny", None),
+        ("ListDirectory", {"path": "."}, ("Read(./secrets/**)",), "allow", None),
+        ("ListDirectory", {"path": "."}, ("Read(./.env)",), "allow", None),
+    ],
+)
+def test_deny_rules_cover_what_a_search_reaches(
+    tool: str, arguments: dict[str, Any], deny: tuple[str, ...], expect: str, rule: str | None
+) -> None:
+    config = PermissionConfig.from_rules(deny=deny, mode="bypass", workspace=ROOT)
+    decision = PermissionEngine(config).decide(SEARCH_TOOLS[tool], arguments)
+    assert decision.kind == expect, decision
+    if rule is not None:
+        assert decision.rule == rule
+
+
+def test_a_search_denied_for_what_it_contains_names_the_rule_and_a_narrower_path() -> None:
+    config = PermissionConfig.from_rules(deny=["Read(./.env)"], mode="bypass", workspace=ROOT)
+    decision = PermissionEngine(config).decide(SEARCH_TOOLS["Grep"], {"pattern": "K"})
+    assert decision.kind == "deny"
+    assert decision.message is not None
+    assert 'rule "Read(./.env)"' in decision.message
+    assert "narrower path" in decision.message
+
+
+def test_allow_rules_for_a_glob_judge_its_directory_and_path() -> None:
+    config = PermissionConfig.from_rules(allow=["Glob(./src/**)"], mode="dont_ask", workspace=ROOT)
+    engine = PermissionEngine(config)
+    glob = SEARCH_TOOLS["Glob"]
+    assert engine.decide(glob, {"pattern": "src/**/*.py"}).kind == "allow"
+    assert engine.decide(glob, {"pattern": "*.py", "path": "src"}).kind == "allow"
+    assert engine.decide(glob, {"pattern": "**/*.py"}).kind == "deny"
+    assert engine.decide(glob, {"pattern": "src/*", "path": "."}).kind == "allow"
+    assert engine.decide(glob, {"pattern": "../*", "path": "src"}).kind == "deny"
+
+
+# --- the permission settings are protected (regression: accept_edits rewrote them) -----------
+
+PROTECTED_FILES = [".dive/settings.local.json", ".dive/settings.json", "src/../.dive/x"]
+
+
+@pytest.mark.parametrize("path", [*PROTECTED_FILES, ".DIVE/settings.json", f"{ROOT}/.dive/a"])
+@pytest.mark.parametrize("mode_name", ["default", "accept_edits", "bypass"])
+@pytest.mark.parametrize("tool", ["Write", "Edit"])
+def test_edits_of_the_permission_settings_always_ask(path: str, mode_name: str, tool: str) -> None:
+    config = PermissionConfig.from_rules(mode=mode_name, allow=[tool], workspace=ROOT)
+    engine = PermissionEngine(config)
+    engine.grant_for_session(tool)
+    decision = engine.decide(TOOLS[tool], {"file_path": path})
+    assert (decision.kind, decision.decided_by) == ("ask", "mode")
+    assert decision.rule is not None
+    assert decision.rule.startswith("protected:")
+
+
+def test_the_permission_settings_in_dont_ask_mode_are_refused_and_deny_rules_still_deny() -> None:
+    config = PermissionConfig.from_rules(mode="dont_ask", allow=["Write"], workspace=ROOT)
+    decision = PermissionEngine(config).decide(TOOLS["Write"], {"file_path": ".dive/a.json"})
+    assert (decision.kind, decision.decided_by) == ("deny", "mode")
+    assert decision.message is not None
+    assert "permission settings" in decision.message
+    config = PermissionConfig.from_rules(mode="bypass", deny=["Write(./.dive/**)"], workspace=ROOT)
+    decision = PermissionEngine(config).decide(TOOLS["Write"], {"file_path": ".dive/a.json"})
+    assert (decision.kind, decision.rule) == ("deny", "Write(./.dive/**)")
+
+
+def test_an_allow_rule_naming_the_settings_path_allows_the_edit() -> None:
+    config = PermissionConfig.from_rules(
+        mode="accept_edits", allow=["Write(./.dive/settings.local.json)"], workspace=ROOT
+    )
+    engine = PermissionEngine(config)
+    write = TOOLS["Write"]
+    decision = engine.decide(write, {"file_path": ".dive/settings.local.json"})
+    assert (decision.kind, decision.rule) == ("allow", "Write(./.dive/settings.local.json)")
+    assert engine.decide(write, {"file_path": ".dive/settings.json"}).kind == "ask"
+    engine.grant_for_session("Write", "./.dive/**")
+    assert engine.decide(write, {"file_path": ".dive/settings.json"}).kind == "allow"
+
+
+def test_the_user_settings_and_links_into_the_settings_are_protected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    root = tmp_path / "ws"
+    (root / ".dive").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "src" / "cfg").symlink_to(root / ".dive")
+    engine = PermissionEngine(PermissionConfig.from_rules(mode="accept_edits", workspace=root))
+    write = TOOLS["Write"]
+    for path in ("~/.dive/settings.json", str(home / ".dive" / "x"), "src/cfg/settings.json"):
+        assert engine.decide(write, {"file_path": path}).kind == "ask", path
+    assert engine.decide(write, {"file_path": "src/a.py"}).kind == "allow"
+    assert engine.decide(TOOLS["Read"], {"file_path": ".dive/settings.json"}).kind == "allow"
+    assert engine.decide(write, {"file_path": str(tmp_path / "other" / ".dive" / "x")}).kind == (
+        "allow"
+    )

@@ -18,6 +18,7 @@ the audit log. An ``ask`` is settled by a dialog or by resuming the suspended tu
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -162,23 +163,18 @@ class PermissionEngine:
         config = self._config
         mode = self._mode
         target = Target.of(tool, arguments, str(config.workspace))
-        denied = self._first(config.deny, target)
-        if denied is not None:
-            return ApprovalDecision(
-                kind="deny",
-                message=(
-                    f'Permission denied by rule "{denied.text}"; this call was not run. Do '
-                    "not retry it; ask the user if it is needed."
-                ),
-                decided_by="rule",
-                rule=denied.text,
-            )
+        denial = self._denial(target)
+        if denial is not None:
+            return denial
         if mode == "plan" and not is_read_only(tool):
             return plan_denial(tool)
-        allowed = self._allowed(target)
+        protected = self._protected(tool, target)
+        allowed = self._allowed(target, explicit=protected is not None)
         if allowed is not None:
             return allowed
-        asked = self._first(config.ask, target)
+        if protected is not None:
+            return _protected_decision(mode, tool, protected)
+        asked = self._first(config.ask, target) or self._reaching(config.ask, target)
         if asked is not None:
             if mode in ("bypass", "dont_ask"):
                 decision = mode_default(mode, tool)
@@ -191,8 +187,36 @@ class PermissionEngine:
             return ApprovalDecision(kind="ask", decided_by="rule", rule=asked.text)
         return mode_default(mode, tool)
 
+    def _denial(self, target: Target) -> ApprovalDecision | None:
+        """A deny rule's refusal: one matching the call, or one a search reaches into."""
+        denied = self._first(self._config.deny, target)
+        if denied is not None:
+            return ApprovalDecision(
+                kind="deny",
+                message=(
+                    f'Permission denied by rule "{denied.text}"; this call was not run. Do '
+                    "not retry it; ask the user if it is needed."
+                ),
+                decided_by="rule",
+                rule=denied.text,
+            )
+        reached = self._reaching(self._config.deny, target)
+        if reached is None:
+            return None
+        return ApprovalDecision(
+            kind="deny",
+            message=(
+                f'Permission denied by rule "{reached.text}": searching "{target.value}" could '
+                "read paths it denies, so this call was not run. Search a narrower path (or "
+                "with a glob) that leaves them out."
+            ),
+            decided_by="rule",
+            rule=reached.text,
+        )
+
     def _first(self, rules: Sequence[Rule], target: Target) -> Rule | None:
         """The first rule matching any part of the call (deny and ask reading)."""
+        names = target.names()
         for rule in rules:
             if target.kind == "command":
                 if not rule.applies_to_command(target):
@@ -204,19 +228,53 @@ class PermissionEngine:
                     rule.matches_segment(s, allow=False) for s in shell.segments
                 ):
                     return rule
-            elif rule.matches(target, allow=False):
+            elif any(rule.matches(target, allow=False, name=n) for n in names):
                 return rule
         return None
 
-    def _allowed(self, target: Target) -> ApprovalDecision | None:
-        """Allowed by grants and allow rules (every segment of a command), or None."""
+    def _reaching(self, rules: Sequence[Rule], target: Target) -> Rule | None:
+        """The first rule a tree search (``Grep``, ``Glob``) can read paths of."""
+        if target.below is None:
+            return None
+        names = target.names()
+        return next((r for r in rules if any(r.reaches(target, name=n) for n in names)), None)
+
+    def _allowed(self, target: Target, *, explicit: bool = False) -> ApprovalDecision | None:
+        """Allowed by grants and allow rules (every segment of a command), or None.
+
+        ``explicit``: only rules with a specifier count (a protected path).
+        """
         grants = self.grants
         if target.kind == "command":
             return self._allowed_command(target, grants)
         for rules, by in ((grants, "session_grant"), (self._config.allow, "rule")):
             for rule in rules:
+                if explicit and rule.bare:
+                    continue
                 if rule.matches(target, allow=True):
                     return ApprovalDecision(kind="allow", decided_by=by, rule=rule.text)
+        return None
+
+    def _protected(self, tool: Tool, target: Target) -> str | None:
+        """The settings directory an edit of ``target`` lands in, or None.
+
+        Edits under ``<workspace>/.dive``, ``~/.dive`` and the directory of every settings
+        file the configuration was loaded from are protected (as written and as resolved,
+        case-insensitively, for case-insensitive file systems).
+        """
+        if target.kind != "path" or target.path is None or is_read_only(tool):
+            return None
+        places = [
+            os.path.join(str(self._config.workspace), ".dive"),
+            os.path.join(os.path.expanduser("~"), ".dive"),
+            *(os.path.dirname(source) for source in self._config.sources),
+        ]
+        views = {target.path.lexical.casefold(), target.path.real.casefold()}
+        for place in places:
+            for form in {os.path.normpath(place), os.path.realpath(place)}:
+                folded = form.casefold()
+                if any(v == folded or v.startswith(folded.rstrip("/") + "/") for v in views):
+                    return os.path.normpath(place)
         return None
 
     def _allowed_command(self, target: Target, grants: Sequence[Rule]) -> ApprovalDecision | None:
@@ -244,3 +302,20 @@ class PermissionEngine:
         return ApprovalDecision(
             kind="allow", decided_by=by, rule=", ".join(r.text for r, _ in used)
         )
+
+
+def _protected_decision(mode: PermissionMode, tool: Tool, place: str) -> ApprovalDecision:
+    """An edit of the permission settings: it asks in every mode (``dont_ask`` refuses)."""
+    rule = f"protected:{place}"
+    if mode == "dont_ask":
+        return ApprovalDecision(
+            kind="deny",
+            message=(
+                f'"{tool.name}" would change the permission settings in {place}, which always '
+                "needs a person's approval, and dont_ask mode refuses what needs one; this call "
+                "was not run."
+            ),
+            decided_by="mode",
+            rule=rule,
+        )
+    return ApprovalDecision(kind="ask", decided_by="mode", rule=rule)

@@ -27,7 +27,9 @@ __all__ = [
     "ResolvedPath",
     "glob_regex",
     "path_matches",
+    "pattern_parts",
     "resolve_path",
+    "segment_matches",
 ]
 
 _GLOB_CHARS = frozenset("*?[")
@@ -109,18 +111,35 @@ def _rest_regex(segments: list[str]) -> str:
 
 
 @lru_cache(maxsize=1024)
-def _path_regexes(spec: str, root: str) -> tuple[re.Pattern[str], ...]:
-    """The regexes of a path specifier: one on its literal base, one on its real base."""
+def pattern_parts(spec: str, root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A path specifier's literal base (as written and as resolved) and its glob segments.
+
+    Args:
+        spec: the specifier, such as ``./secrets/**``.
+        root: the workspace root it is anchored to.
+    """
     segments = [s for s in os.path.normpath(_anchor(spec, root)).split("/") if s]
     n = 0
     while n < len(segments) and not _GLOB_CHARS & set(segments[n]):
         n += 1
     base = "/" + "/".join(segments[:n])
-    rest = _rest_regex(segments[n:])
     bases = {os.path.normpath(base), os.path.realpath(base)}
+    return tuple(sorted(bases)), tuple(segments[n:])
+
+
+def segment_matches(pattern: str, name: str) -> bool:
+    """Whether one path segment ``name`` matches one segment of a specifier."""
+    return re.fullmatch(_segment_regex(pattern), name) is not None
+
+
+@lru_cache(maxsize=1024)
+def _path_regexes(spec: str, root: str) -> tuple[re.Pattern[str], ...]:
+    """The regexes of a path specifier: one on its literal base, one on its real base."""
+    bases, segments = pattern_parts(spec, root)
+    rest = _rest_regex(list(segments))
     return tuple(
         re.compile(re.escape("" if b == "/" else b) + rest + ("" if rest or b != "/" else "/"))
-        for b in sorted(bases)
+        for b in bases
     )
 
 

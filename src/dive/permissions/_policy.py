@@ -105,6 +105,9 @@ def _prompt(tool: Tool, call: ToolCall, decision: ApprovalDecision) -> str:
         what = f'"{tool.name}" with {json.dumps(dict(call.arguments), default=str)[:300]}'
     if decision.decided_by == "rule":
         why = f'the rule "{decision.rule}" asks first'
+    elif decision.rule is not None and decision.rule.startswith("protected:"):
+        place = decision.rule.removeprefix("protected:")
+        why = f"it changes the permission settings in {place}, which always asks"
     elif tool.definition.requires_approval:
         why = "the tool requires approval"
     else:

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from dive.permissions._errors import PermissionConfigError
+from dive.permissions._modes import is_read_only
 from dive.permissions._paths import ResolvedPath, glob_regex, path_matches, resolve_path
+from dive.permissions._reach import reaches, search_of
 from dive.permissions._shell import Segment, ShellSplit, split_command
 from dive.permissions._urls import domain_forms, domain_matches, url_glob_matches, url_hosts
 from dive.tools import Tool
@@ -67,10 +69,15 @@ class Target:
     Attributes:
         tool: the tool called.
         kind: the tool's specifier kind (None: the tool declares none).
-        value: the specifier argument's value (None: absent, or not a string).
+        value: the specifier argument's value (None: absent, or not a string); for a tree
+            search, the directory searched.
         root: the workspace root paths resolve against.
         shell: the command split into segments (``command`` kind).
-        path: the resolved path (``path`` kind).
+        path: the resolved path (``path`` kind): what allow rules judge.
+        also: more resolved paths deny and ask rules look at (``Glob``'s ``path``).
+        below: for a tree search (``Grep``, ``Glob``), the glob segments of the paths it
+            reads under ``path`` (see ``_reach``); None otherwise.
+        reads: a read-only tool of ``path`` kind (``Read`` deny and ask rules apply to it).
     """
 
     tool: Tool
@@ -79,6 +86,9 @@ class Target:
     root: str
     shell: ShellSplit | None = None
     path: ResolvedPath | None = None
+    also: tuple[ResolvedPath, ...] = ()
+    below: tuple[str, ...] | None = None
+    reads: bool = False
 
     @classmethod
     def of(cls, tool: Tool, arguments: Mapping[str, Any], root: str) -> Target:
@@ -88,17 +98,38 @@ class Target:
         if kind_text not in _KINDS or not argument:
             return cls(tool=tool, kind=None, value=None, root=root)
         kind: SpecifierKind = kind_text  # pyright: ignore[reportAssignmentType]
+        reads = kind == "path" and is_read_only(tool)
+        search = search_of(tool.name, argument, arguments) if kind == "path" else None
+        if search is not None:
+            also = () if search.path is None else (resolve_path(search.path, root),)
+            return cls(
+                tool=tool,
+                kind=kind,
+                value=search.directory,
+                root=root,
+                path=resolve_path(search.directory, root),
+                also=also,
+                below=search.below,
+                reads=reads,
+            )
         raw = arguments.get(argument)
         if raw is None and kind == "path":
             raw = "."  # an omitted path (Glob, Grep, ListDirectory) is the working directory
         value = raw if isinstance(raw, str) else None
         if value is None:
-            return cls(tool=tool, kind=kind, value=None, root=root)
+            return cls(tool=tool, kind=kind, value=None, root=root, reads=reads)
         if kind == "command":
             return cls(tool=tool, kind=kind, value=value, root=root, shell=split_command(value))
         if kind == "path":
-            return cls(tool=tool, kind=kind, value=value, root=root, path=resolve_path(value, root))
+            path = resolve_path(value, root)
+            return cls(tool=tool, kind=kind, value=value, root=root, path=path, reads=reads)
         return cls(tool=tool, kind=kind, value=value, root=root)
+
+    def names(self) -> tuple[str, ...]:
+        """The tool names rules about this call may name (``Read`` too for a reading tool)."""
+        if self.reads and self.tool.name != "Read":
+            return (self.tool.name, "Read")
+        return (self.tool.name,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,9 +210,16 @@ class Rule:
             )
         return False
 
-    def matches(self, target: Target, *, allow: bool) -> bool:
-        """Whether the rule matches a non-command target (``allow``: the strict reading)."""
-        if not self.names(target.tool.name):
+    def matches(self, target: Target, *, allow: bool, name: str | None = None) -> bool:
+        """Whether the rule matches a non-command target (``allow``: the strict reading).
+
+        Args:
+            target: the call.
+            allow: read the rule as an allow rule (every path view must match).
+            name: the tool name to check the rule's name part against (default: the
+                target's tool; the engine passes ``Read`` for reading tools).
+        """
+        if not self.names(name or target.tool.name):
             return False
         if self.bare:
             return True
@@ -191,7 +229,11 @@ class Rule:
         assert spec is not None
         if target.kind == "path":
             assert target.path is not None
-            return path_matches(spec, target.path, target.root, allow=allow)
+            if allow:
+                return path_matches(spec, target.path, target.root, allow=True)
+            return any(
+                path_matches(spec, p, target.root, allow=False) for p in (target.path, *target.also)
+            )
         if target.kind == "url":
             hosts = url_hosts(target.value, web_only=allow)
             if self._form == "domain":
@@ -205,6 +247,19 @@ class Rule:
         if self._form == "prefix":
             return target.value.startswith(spec[:-2])
         return _glob(spec, target.value)
+
+    def reaches(self, target: Target, *, name: str | None = None) -> bool:
+        """Whether a tree search (``Grep``, ``Glob``) can read a path this rule matches.
+
+        Args:
+            target: the call (a search: ``target.below`` is set).
+            name: the tool name to check the rule's name part against, as in ``matches``.
+        """
+        if target.below is None or target.path is None or not self.names(name or target.tool.name):
+            return False
+        if self.bare or not self._fits(target) or self.specifier is None:
+            return False
+        return reaches(self.specifier, target.root, target.path, target.below)
 
     def matches_segment(self, segment: Segment, *, allow: bool) -> bool:
         """Whether the specifier matches one shell segment (name and kind checked already).
