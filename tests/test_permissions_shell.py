@@ -188,6 +188,7 @@ COMMAND = (
         lambda c: (
             c.split(" ")[0] not in ("if", "then", "else", "elif", "while", "until", "do", "time")
             and c.split(" ")[0] not in ("fi", "done", "esac", "bash", "sh", "zsh", "dash", "eval")
+            and c.split(" ")[0] not in ("trap", "watch")  # their argument is code, split too
         )
     )
 )
@@ -543,7 +544,13 @@ def test_a_special_parameter_is_two_characters() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ['$x"rm" -rf /', "$EMPTY rm -rf /", "$(true)rm -rf /", "env -i x#y=1 rm -rf /"],
+    [
+        '$x"rm" -rf /',
+        "$EMPTY rm -rf /",
+        "$(true)rm -rf /",
+        "env -i x#y=1 rm -rf /",
+        "env -i =x rm -rf /",
+    ],
 )
 def test_deny_rules_read_through_empty_expansions_and_env_assignments(command: str) -> None:
     """Regressions found by fuzzing against bash (the expansions are empty there)."""
@@ -613,3 +620,22 @@ def test_a_touch_deny_rule_denies_what_makes_bash_run_touch(command: str) -> Non
     config = PermissionConfig.from_rules(deny=("Bash(touch:*)",), mode="bypass")
     if PermissionEngine(config).decide(BASH, {"command": command}).kind != "deny":
         assert "p" not in _bash_creates(command), command
+
+
+def test_many_readings_stay_bounded_and_the_command_behind_leading_expansions_is_read() -> None:
+    command = "$x " * 3000 + "rm -rf /"
+    [segment] = split_command(command).segments
+    assert segment.opaque
+    assert "rm -rf /" in segment.views
+    config = PermissionConfig.from_rules(deny=NO_RM_DENY, mode="bypass")
+    assert PermissionEngine(config).decide(BASH, {"command": command}).kind == "deny"
+    [wrapped] = split_command(" ".join(["sudo -A -X"] * 40) + " rm x").segments
+    assert len(wrapped.views) <= 258
+
+
+def test_the_quote_blind_split_notices_expansions_in_command_position() -> None:
+    """Regression (found by fuzzing against bash): ``$xecho"touch" p`` after a broken part."""
+    command = ' `do command <<`$xecho"rm" -rf /'
+    assert not split_command(command).complete
+    config = PermissionConfig.from_rules(deny=NO_RM_DENY, mode="bypass")
+    assert PermissionEngine(config).decide(BASH, {"command": command}).kind == "deny"

@@ -107,8 +107,8 @@ def _build(
 ) -> tuple[Segment, list[str]]:
     """The segment of one command, and the scripts it runs that deny rules should see."""
     scripts: list[str] = []
-    found = readings(words, scripts)
-    opaque = bool(scripts)  # ``env -S '...'``
+    found, truncated = readings(words, scripts)
+    opaque = truncated or bool(scripts)  # too many readings to look at; ``env -S '...'``
     for reading in found:
         hidden, code = opaque_scripts(reading, stdin)
         opaque = opaque or hidden
@@ -524,6 +524,21 @@ class _Scanner:
         raise _Unbalanced
 
 
+_EXPANSION = re.compile(r"\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|\$.?")
+
+
+def _naive_word(raw: str) -> Word:
+    """A word of the quote-blind split: quotes dropped, expansions noticed."""
+    value = re.sub(r"[\\'\"]", "", raw)
+    literal = not re.search(r"[$`*?]", value)
+    return Word(
+        value=value,
+        assign=_ASSIGNMENT.match(raw) is not None,
+        literal=literal,
+        unexpanded=None if literal else re.sub(r"[\\'\"]", "", _EXPANSION.sub("", raw)),
+    )
+
+
 def _naive(text: str) -> list[tuple[Segment, list[str]]]:
     """A quote-blind split for commands that do not parse (deny rules still see every part)."""
     out: list[tuple[Segment, list[str]]] = []
@@ -533,10 +548,7 @@ def _naive(text: str) -> list[tuple[Segment, list[str]]]:
     )
     for part in parts:
         raw = part.split()
-        words = [
-            Word(value=re.sub(r"[\\'\"]", "", w), assign=_ASSIGNMENT.match(w) is not None)
-            for w in raw
-        ]
+        words = [_naive_word(w) for w in raw]
         n = _dropped(words, [True] * len(words))
         if n < len(raw):
             out.append(_build(" ".join(raw[n:]), words[n:], False, []))

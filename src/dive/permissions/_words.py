@@ -19,16 +19,28 @@ standard input, ``su -c``, ``watch``, ``env -S``, or a command name built by an 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["SHELLS", "WRAPPERS", "Word", "ansi_c", "opaque_scripts", "primary", "readings"]
+__all__ = [
+    "MAX_READINGS",
+    "SHELLS",
+    "WRAPPERS",
+    "Word",
+    "ansi_c",
+    "opaque_scripts",
+    "primary",
+    "readings",
+]
 
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish"})
 _EVALS = frozenset({"eval", "trap"})
 _SOURCES = frozenset({"source", "."})
 _EXEC_FLAGS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _MAX_DEPTH = 16
+MAX_READINGS = 256
+"""Readings of one command :func:`readings` gives at most."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,8 +62,8 @@ class Word:
 
 
 def _env_assignment(text: str) -> bool:
-    """``NAME=value`` as ``env`` and ``sudo`` read it: any name, then ``=``."""
-    return "=" in text[1:]
+    """``NAME=value`` as ``env`` and ``sudo`` read it: any word with ``=`` in it."""
+    return "=" in text
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +207,9 @@ def _after_wrapper(
     return i, [o + spec.operands for o in others if o < n]
 
 
-def _exec_commands(words: Sequence[Word]) -> list[list[Word]]:
-    """The commands of ``find ... -exec cmd args ;`` (and ``-execdir``, ``-ok``, ``-okdir``)."""
-    out: list[list[Word]] = []
+def _exec_commands(words: Sequence[Word]) -> list[tuple[int, int]]:
+    """Where the commands of ``find ... -exec cmd args ;`` are (``-execdir``, ``-ok``, ...)."""
+    out: list[tuple[int, int]] = []
     i = 1
     while i < len(words):
         if words[i].value in _EXEC_FLAGS:
@@ -205,56 +217,71 @@ def _exec_commands(words: Sequence[Word]) -> list[list[Word]]:
             while j < len(words) and words[j].value not in (";", "+"):
                 j += 1
             if j > i + 1:
-                out.append(list(words[i + 1 : j]))
+                out.append((i + 1, j))
             i = j
         i += 1
     return out
 
 
-def readings(words: Sequence[Word], scripts: list[str] | None = None) -> list[tuple[Word, ...]]:
+def readings(
+    words: Sequence[Word], scripts: list[str] | None = None
+) -> tuple[list[tuple[Word, ...]], bool]:
     """Every command ``words`` runs: the words themselves, then through assignments and wrappers.
 
-    The first reading is the words as given; the last *primary* one (the wrappers' options
-    read as :data:`WRAPPERS` says) comes first among the rest. ``env -S`` strings are added
-    to ``scripts``.
+    The first reading is the words as given, then (breadth first) the command behind the
+    leading assignments, behind an expansion in command position, behind each wrapper (the
+    reading of :data:`WRAPPERS` before the others an unknown option allows), and in
+    ``find -exec``. ``env -S`` strings are added to ``scripts``.
 
     Args:
         words: the words of one simple command (redirections removed).
         scripts: collects the script arguments of wrappers (``env -S``).
-    """
-    found: list[tuple[Word, ...]] = []
-    sink = scripts if scripts is not None else []
 
-    def visit(ws: Sequence[Word], depth: int, top: bool) -> None:
-        if not ws or depth > _MAX_DEPTH:
-            return
-        key = tuple(ws)
-        if key not in found:
-            found.append(key)
+    Returns:
+        The readings, and whether there were more than :data:`MAX_READINGS` (the rest
+        are not read; the caller treats the command as opaque).
+    """
+    base = tuple(words)
+    found: list[tuple[Word, ...]] = []
+    seen: set[tuple[int, int, str | None]] = set()
+    sink = scripts if scripts is not None else []
+    # a reading is base[start:end], its first word replaced by ``head`` when that is set
+    queue: deque[tuple[int, int, str | None, bool]] = deque([(0, len(base), None, True)])
+    while queue:
+        start, end, head_value, top = queue.popleft()
+        key = (start, end, head_value)
+        if start >= end or key in seen:
+            continue  # read already (a wrapper's readings often meet again)
+        if len(found) == MAX_READINGS:
+            return found, True
+        seen.add(key)
+        ws = (
+            base[start:end]
+            if head_value is None
+            else (Word(value=head_value), *base[start + 1 : end])
+        )
+        found.append(ws)
         i = 0
-        if top:
-            while i < len(ws) and ws[i].assign:
-                i += 1
-            if i:
-                visit(ws[i:], depth + 1, top=False)
-                return
+        while top and i < len(ws) and ws[i].assign:
+            i += 1
+        if i:
+            queue.append((start + i, end, None, False))
+            continue
         head = ws[0]
         if not head.literal:  # ``$EMPTY rm x`` runs ``rm x`` when the expansion is empty
-            visit(ws[1:], depth + 1, top=False)
+            k = next((j for j, w in enumerate(ws) if w.literal), len(ws))
+            queue.append((start + k, end, None, False))  # every leading expansion empty
+            queue.append((start + 1, end, None, False))
             if head.unexpanded:
-                visit([Word(value=head.unexpanded), *ws[1:]], depth + 1, top=False)
-        spec = WRAPPERS.get(head.value) if head.literal else None
+                queue.append((start, end, head.unexpanded, False))
+            continue
+        spec = WRAPPERS.get(head.value)
         if spec is not None:
-            start, others = _after_wrapper(ws, spec, sink)
-            visit(ws[start:], depth + 1, top=False)
-            for other in others:
-                visit(ws[other:], depth + 1, top=False)
+            first, others = _after_wrapper(ws, spec, sink)
+            queue.extend((start + j, end, None, False) for j in (first, *others))
         if head.value == "find":
-            for command in _exec_commands(ws):
-                visit(command, depth + 1, top=False)
-
-    visit(words, 0, top=True)
-    return found
+            queue.extend((start + a, start + b, None, False) for a, b in _exec_commands(ws))
+    return found, False
 
 
 def primary(words: Sequence[Word]) -> tuple[Word, ...]:
