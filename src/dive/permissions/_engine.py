@@ -1,19 +1,26 @@
 """The permission engine: one decision per call, in a fixed order.
 
 1. **Deny rules** — a match refuses the call in every mode (``bypass`` included). For a
-   command, a deny rule matches when it matches *any* segment (see ``_shell``).
+   command, a deny rule matches when it matches *any* segment in any reading (see
+   ``_shell``); ``Read(...)`` rules also cover the other read-only path tools, and a tree
+   search (``Grep``, ``Glob``) is refused when it could read a path a rule matches (see
+   ``_reach``).
 2. **Plan mode** — a tool that is not read-only is refused.
-3. **Session grants** and then 4. **allow rules** — a match lets the call run. For a command,
-   *every* segment must be matched by a grant or an allow rule, and a command that does not
-   parse is never allowed by a specifier rule.
-5. **Ask rules** — a match asks (any segment, like deny). ``bypass`` allows instead,
+3. **Protected settings** — an edit under ``<workspace>/.dive``, ``~/.dive`` (or where a
+   settings file was loaded from) asks in every mode (``dont_ask`` refuses) unless an allow
+   rule or grant *with a path specifier* matches it.
+4. **Session grants** and then 5. **allow rules** — a match lets the call run. For a
+   command, *every* segment must be matched by a grant or an allow rule, and a command that
+   does not parse, or has an opaque segment, is never allowed by a specifier rule.
+6. **Ask rules** — a match asks (any segment, like deny). ``bypass`` allows instead,
    ``dont_ask`` denies instead.
-6. **The mode's default** (see ``_modes``); ``requires_approval=True`` makes it ``ask`` in
+7. **The mode's default** (see ``_modes``); ``requires_approval=True`` makes it ``ask`` in
    ``default`` and ``plan`` mode.
 
-Every decision names who made it (``rule``, ``mode``, ``session_grant``) and the rule, for
-the audit log. An ``ask`` is settled by a dialog or by resuming the suspended turn (see
-``_policy``). Session grants are held by the engine object: process-local, never saved.
+Every decision names who made it (``rule``, ``mode``, ``session_grant``) and the rule
+(``protected:<dir>`` for the settings), for the audit log. An ``ask`` is settled by a dialog
+or by resuming the suspended turn (see ``_policy``). Session grants are held by the engine
+object: process-local, never saved.
 """
 
 from __future__ import annotations

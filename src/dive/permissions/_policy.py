@@ -10,7 +10,9 @@ it, and the policy hears of it through :meth:`PermissionPolicy.resumed`, so an "
 this session" approval becomes a grant here too.
 
 A dialog that raises denies the call (its error is the denial text, and it is logged): a
-broken prompt never lets a call through.
+broken prompt never lets a call through. A grant that cannot be made (a dialog naming an
+invalid pattern) is logged and skipped: the call the user allowed still runs, and
+:meth:`PermissionPolicy.resumed` never raises.
 """
 
 from __future__ import annotations

@@ -10,7 +10,11 @@ every call of the tool. A specifier is one of
 - anything else — a glob, read according to the tool's specifier kind: for ``command`` and
   ``text`` ``*`` matches any characters and a trailing `` *`` also matches nothing
   (``Bash(npm run test *)`` matches ``npm run test`` and ``npm run test unit``); for ``path``
-  a segment-safe path glob (see ``_paths``); for ``url`` a glob over the whole URL.
+  a segment-safe path glob (see ``_paths``); for ``url`` a URL glob matched part by part
+  (see ``_urls``).
+
+``Read`` rules also name every other read-only tool of ``path`` kind when denying or asking
+(``Target.names``), and a tree search is judged by what it reads (``Rule.reaches``).
 
 A tool exposes its specifier through two metadata keys of its definition (the toolkit sets
 them): :data:`ARGUMENT_KEY` names the input argument and :data:`KIND_KEY` says how to read it
