@@ -390,6 +390,10 @@ ROWS = [
         ("host-numeric", "WebFetch", "http://2130706433/", "deny", "rule"),
         ("host-short-ipv4", "WebFetch", "http://127.1:8000/", "deny", "rule"),
     ),
+    *group(
+        mode("bypass", deny=("WebFetch(domain:xn--e28h.com)",)),
+        ("host-newer-unicode", "WebFetch", "https://\U0001f600.com/", "deny", "rule"),
+    ),
     # --- URL globs: the host is matched on its own (regression: * crossed into the path) --
     *group(
         dont_ask("WebFetch(https://*.example.com/*)"),

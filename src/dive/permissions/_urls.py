@@ -76,13 +76,13 @@ def host_forms(host: str) -> tuple[str, ...]:
                 pass
     else:
         try:
-            forms.add(text.encode("idna").decode("ascii").lower())
-        except UnicodeError:
-            return ()
-        try:
             forms.add(_punycode(text))
         except UnicodeError:
             return ()
+        try:  # IDNA 2003 (nameprep) may map it elsewhere, or refuse a newer character
+            forms.add(text.encode("idna").decode("ascii").lower())
+        except UnicodeError:
+            pass
     return tuple(sorted(forms))
 
 
