@@ -391,8 +391,8 @@ ROWS = [
         ("host-short-ipv4", "WebFetch", "http://127.1:8000/", "deny", "rule"),
     ),
     *group(
-        mode("bypass", deny=("WebFetch(domain:xn--e28h.com)",)),
-        ("host-newer-unicode", "WebFetch", "https://\U0001f600.com/", "deny", "rule"),
+        mode("bypass", deny=("WebFetch(domain:xn--a-0hc.com)",)),
+        ("host-idna2003-refuses", "WebFetch", "https://a\u05d0.com/", "deny", "rule"),
     ),
     # --- URL globs: the host is matched on its own (regression: * crossed into the path) --
     *group(
