@@ -31,8 +31,8 @@ from dive.turns import Ending, ResumeRejected, Suspended
 __all__ = ["resume_group"]
 
 
-async def _settle_held(run: Run, plan: ResumePlan) -> None:
-    """Note how this resume settled each gate-held call, and tell the approval policy."""
+def _settle_held(run: Run, plan: ResumePlan) -> None:
+    """Note how this resume settled each gate-held call (the audit log)."""
     for call in plan.calls:
         approval = plan.approvals.get(call.id)
         if approval is None:
@@ -43,8 +43,14 @@ async def _settle_held(run: Run, plan: ResumePlan) -> None:
             decided_by="resume",
             message=approval.message if approval.approved else approval.message or DENIED_TEXT,
         )
+
+
+async def _notify_held(run: Run, plan: ResumePlan) -> None:
+    """Tell the approval policy how each held call was settled, once the resume is kept."""
+    for call in plan.calls:
+        approval = plan.approvals.get(call.id)
         tool = run.tools.by_name.get(call.name)
-        if tool is not None:
+        if approval is not None and tool is not None:
             await notify_resumed(run.config.approval_policy, tool, call, approval)
 
 
@@ -82,7 +88,7 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     state.accept(plan.accepted)
     partial = bool(plan.remaining)
     try:
-        await _settle_held(run, plan)
+        _settle_held(run, plan)
         events = await _accept(run, plan)
     except Exception as exc:
         if partial:
@@ -91,11 +97,13 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     if partial:  # approved calls stay held (their approval is accepted) until the last answer
         for event in events:
             run.events.defer(event)
+        await _notify_held(run, plan)
         return Suspended(new=False)
     held = {i: p.input for i in plan.approved if (p := state.calls.pending(i)) is not None}
     for call_id in plan.approved:
         state.calls.release(call_id)
     await checkpoint_step(run, "resuming with the supplied results")
+    await _notify_held(run, plan)  # a grant is learnt only once the resume was written
     for event in events:
         await run.events.emit(event)
     for call in last_in_order(run, plan.calls):
