@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dive.permissions._segments import Segment, ShellSplit
 from dive.permissions._words import Word, ansi_c, opaque_scripts, primary, readings
 
 __all__ = ["Segment", "ShellSplit", "split_command"]
@@ -48,39 +49,6 @@ _PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _GLOB = re.compile(r"[*?]|\[.*\]|\{.*(,|\.\.).*\}")
 _MAX_DEPTH = 64
 _INNER_DEPTH = 8
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Segment:
-    """One simple command of a shell command line.
-
-    Attributes:
-        text: the command as written, unquoted whitespace collapsed, leading shell keywords
-            dropped (what allow rules match).
-        bare: the command it runs: quote-removed words without leading ``NAME=value``
-            assignments and wrappers (``sudo -u root``, ``env -i``, ``xargs``, ...).
-        writes: it redirects output to a file.
-        words: its words after quote removal, redirections left out.
-        views: every reading deny and ask rules try: the text, the words, and the command
-            behind each assignment and wrapper (and ``find -exec``).
-        opaque: it runs code its words do not show (``eval``, ``bash -c``, ``source``, a
-            shell reading its input, ``$CMD``); no allow rule with a specifier matches it.
-    """
-
-    text: str
-    bare: str
-    writes: bool = False
-    words: tuple[str, ...] = ()
-    views: tuple[str, ...] = ()
-    opaque: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ShellSplit:
-    """The simple commands of a command line; ``complete`` is False when it did not parse."""
-
-    segments: tuple[Segment, ...]
-    complete: bool
 
 
 class _Unbalanced(Exception):
