@@ -450,12 +450,7 @@ class Executor(Generic[RequestT, ResponseT]):
                 call = send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
                 continue
             cutoffs = 0
-            if result.stop_reason == "refusal":
-                raise ExecutorRefused(
-                    f"the model refused: {result.stop_details or result.output_text}",
-                    trace=trace,
-                    messages=history,
-                )
+            _raise_if_refused(result, trace, history)
             if self.submit_tool is not None:
                 call = send(Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history)
                 control.force_next()
@@ -559,3 +554,15 @@ class Executor(Generic[RequestT, ResponseT]):
                 return None, "; ".join(f.details for f in findings)
             return response, ""
         return None, problem
+
+
+def _raise_if_refused(
+    result: RunResult[Any], trace: ExecutionTrace, history: list[Message]
+) -> None:
+    """A refusal ends the execution: ``ExecutorRefused`` with what the model said."""
+    if result.stop_reason == "refusal":
+        raise ExecutorRefused(
+            f"the model refused: {result.stop_details or result.output_text}",
+            trace=trace,
+            messages=history,
+        )
