@@ -484,7 +484,7 @@ EXPORTS: dict[str, list[str]] = {
         "file_tools",
         "render_todos",
     ],
-    "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model"],
+    "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model", "provider_of"],
     "dive.providers.anthropic": [
         "AnthropicModel",
         "Capabilities",
@@ -529,6 +529,7 @@ EXPORTS: dict[str, list[str]] = {
         "SimRequest",
         "SimStreamError",
         "block_tokens",
+        "demo_brain",
         "redacted_thinking_block",
         "reply",
         "server_tool_use_block",
