@@ -21,8 +21,9 @@ through the official SDK and the simulator's wire behaviour. Given a request bod
    a failed or refused call ends the plan), then answers with a Markdown summary of what
    they returned;
 4. with no tool to call, answers in text: a greeting that says what it is, the earlier user
-   messages when asked what was said before (*earlier*, *before*, *remember*, *my name*…),
-   or a plain statement that it is the offline simulator and what it can do.
+   messages when asked what was said before (*earlier*, *before*, *remember*, *what is my*…),
+   a reply to an introduction (*my name is …*), or a plain statement that it is the offline
+   simulator and what it can do.
 
 With thinking requested it starts each response with a short thinking block (signed by the
 simulator). Use it as a simulator ``fallback``::
@@ -248,9 +249,11 @@ def _compute(expr: str) -> str | None:
 
 
 _MEMORY = re.compile(
-    r"\b(earlier|before|last time|previous(ly)?|remember|my name|what did i|did i (say|ask))\b",
+    r"\b(earlier|before|last time|previous(ly)?|remember|what did i|did i (say|ask)|"
+    r"what('s| is) my|who am i)\b",
     re.I,
 )
+_INTRODUCTION = re.compile(r"\b(?:my name is|i am|i'm|call me)\s+([A-Z][\w-]*)")
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|afternoon|evening))\b", re.I)
 
 
@@ -309,6 +312,8 @@ def _answer(
             parts.append(f"`{expr}` = **{value}**")
     if _MEMORY.search(ask):
         parts.append(_memory(earlier))
+    elif (name := _INTRODUCTION.search(ask)) is not None:
+        parts.append(f"Nice to meet you, {name.group(1)}. Ask me later and I will remember it.")
     if not parts or greeting:
         parts.append(_capabilities(tools))
     return "\n\n".join(parts)
