@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
-from dive.cli._errors import EXIT_USAGE, CliError, exit_code_of
+from dive.cli._errors import EXIT_USAGE, CliError, exit_code_of, say
 from dive.cli._options import (
     Allow,
     ContinueLast,
@@ -221,8 +222,20 @@ def _db(db: Path | None) -> Path:
     return resolve_settings(Flags(db=db)).db
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    say(f"warning: {message}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the ``dive`` command (the console script and ``python -m dive``)."""
+    warnings.showwarning = _one_line_warning
     try:
         app(args=list(argv) if argv is not None else None, prog_name="dive")
     except SystemExit:
