@@ -224,11 +224,12 @@ def _without_note(messages: Sequence[Message]) -> list[Message]:
 
 def _background_reminder(results: Sequence[BackgroundResult]) -> Message:
     lines = [
-        f"- {r.name} (tool call {r.tool_call_id}, started in turn {r.turn_id}): "
+        f"- {r.name} (tool call {r.tool_call_id}"
+        f"{f', task {r.task_id}' if r.task_id else ''}, started in turn {r.turn_id}): "
         f"{'error: ' if r.result.is_error else ''}{r.result.text}"
         for r in results
     ]
-    content = "Results of tool calls that were still running when their turn ended:\n"
+    content = "Results of work that finished after its turn ended (background tasks):\n"
     return reminder_message(Reminder(name="background-tasks", content=content + "\n".join(lines)))
 
 

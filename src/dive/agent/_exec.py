@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from dive.agent._background import start_background, started_text
 from dive.agent._outputs import error_result, to_tool_result
 from dive.agent._run import Run
 from dive.errors import ToolFatalError
@@ -102,14 +103,14 @@ async def _run_with_policy(
                     last = f"{last} (after {attempts} attempts)"
                 return ExecResult(result=error_result(call, last), error=redact(repr(exc)))
         else:
-            return _convert(tool, call, output)
+            return _convert(run, tool, call, output)
         assert policy is not None
         delay = policy.delay(k)
         await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
+def _convert(run: Run, tool: Tool, call: ToolCall, output: Any) -> ExecResult:
     if isinstance(output, Suspend):
         pending = PendingToolCall(
             id=call.id,
@@ -125,11 +126,9 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
             result=error_result(call, output.prompt), state="waiting", pending=pending
         )
     if isinstance(output, Background):
-        text = (
-            f'Tool "{call.name}" returned Background, which this version of dive does not run; '
-            "return the result directly or Suspend"
-        )
-        return ExecResult(result=error_result(call, text), error=text)
+        handle = start_background(output, call, run.state.turn_id)
+        run.hand_to_background(handle)
+        return ExecResult(result=to_tool_result(call, started_text(handle)))
     ends = isinstance(output, ToolReturn) and output.terminal
     return ExecResult(result=to_tool_result(call, output), terminal=ends)
 
