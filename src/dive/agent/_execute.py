@@ -45,7 +45,12 @@ async def _pre_generation(run: Run) -> None:
     state = run.state
     ctx = run.hook_context("pre_generation")
     ctx.messages = list(state.working)
-    await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
+    try:
+        await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
+    finally:
+        written = ctx.take_session_write()  # a hook's own write (a compaction) landed
+        if written is not None:
+            state.saved(written)
     state.set_system_prompt(ctx.system_prompt)
     state.replace_working(ctx.messages)
     state.queue_reminders(ctx.take_reminders())
