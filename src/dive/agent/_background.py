@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dive.agent._outputs import error_result, to_tool_result
+from dive.llm import Usage
 from dive.messages import ToolCall, ToolResult
 from dive.tools import Background, Suspend
 
@@ -35,13 +36,19 @@ _RUNNING: set[asyncio.Future[Any]] = set()  # strong references: a task is never
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BackgroundResult:
-    """The late result of a tool call whose turn had ended."""
+    """The late result of a tool call whose turn had ended.
+
+    ``usage`` is what the work reported with ``ctx.report_usage`` after it moved to the
+    background (a background subagent's model calls); the turn that receives the result
+    adds it to its own usage.
+    """
 
     tool_call_id: str
     name: str
     turn_id: str
     result: ToolResult
     task_id: str = ""
+    usage: Usage = Usage.ZERO
 
 
 class BackgroundTaskHandle:
@@ -55,7 +62,16 @@ class BackgroundTaskHandle:
         done: resolves with the :class:`BackgroundResult`.
     """
 
-    __slots__ = ("_stopped", "_task", "description", "done", "task_id", "tool_call_id", "turn_id")
+    __slots__ = (
+        "_stopped",
+        "_task",
+        "_usage",
+        "description",
+        "done",
+        "task_id",
+        "tool_call_id",
+        "turn_id",
+    )
 
     def __init__(
         self, task: asyncio.Future[Any], call: ToolCall, turn_id: str, description: str
@@ -66,6 +82,7 @@ class BackgroundTaskHandle:
         self.description = description
         self._task = task
         self._stopped: str | None = None
+        self._usage = Usage.ZERO
         loop = asyncio.get_running_loop()
         self.done: asyncio.Future[BackgroundResult] = loop.create_future()
 
@@ -79,10 +96,15 @@ class BackgroundTaskHandle:
                     turn_id=turn_id,
                     task_id=self.task_id,
                     result=_final(call, t, self._stopped),
+                    usage=self._usage,
                 )
             )
 
         task.add_done_callback(forward)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Usage the work reported while it ran in the background."""
+        self._usage = self._usage + usage
 
     def stop(self, reason: str = "stopped") -> bool:
         """Cancel the task; its result says it was stopped and why. False if it had ended."""

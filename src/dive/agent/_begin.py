@@ -13,6 +13,7 @@ from typing import Any
 
 from dive.agent._background import BackgroundResult
 from dive.agent._hooks import HookContext, SessionStartResult, run_hooks
+from dive.agent._parent import PARENT_CALL
 from dive.agent._resume_plan import ResumePlan, plan_resume
 from dive.agent._run import Run
 from dive.agent._setup import AgentConfig, TurnSetup
@@ -281,6 +282,11 @@ def plan_turn(
         origin = TurnOrigin(kind="background", turn_id=background_results[0].turn_id)
     else:
         origin = TurnOrigin(kind="input")
+    parent = PARENT_CALL.get()  # started from inside another run's tool call (a subagent)
+    if parent is not None:
+        origin = replace(
+            origin, parent_turn_id=parent.turn_id, parent_tool_call_id=parent.tool_call_id
+        )
     plan = Plan(turn_id=new_turn_id(), origin=origin, history=base)
     if background_results:
         plan.record.append(_background_reminder(background_results))
