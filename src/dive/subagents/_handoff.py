@@ -132,6 +132,10 @@ async def run_with_handoffs(
         run_kwargs: passed to every ``run`` (``deps``, ``on_event``, ``cancel``…).
     """
     chosen = agent.session if session is DEFAULT else session
+    if chosen is not None and any(
+        isinstance(t, HandoffTool) and t.input_filter is not None for t in agent.tools
+    ):
+        raise UserError("input_filter applies to stateless handoffs only (no session)")
     current = agent
     result = await current.run(input, session=chosen, history=history, **run_kwargs)
     results = [result]
