@@ -169,11 +169,13 @@ def _convert(
 async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
     """Run one validated call inside a tool span (a run it starts records it as its parent)."""
     setup = run.setup
-    route = _UsageRoute(run.state.add_usage)
+    state = run.state
+    turn_id = state.turn_id
+    route = _UsageRoute(state.add_usage)
     ctx = ToolContext(
         tool_call_id=call.id,
         tool_name=call.name,
-        turn_id=run.state.turn_id,
+        turn_id=turn_id,
         values=setup.values,
         deps=setup.deps,
         session_id=setup.session_id,
@@ -183,8 +185,10 @@ async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> Exec
         agent=setup.agent,
         on_usage=route,
     )
-    parent = PARENT_CALL.set(ParentCall(run.state.turn_id, call.id))
+    parent = PARENT_CALL.set(ParentCall(turn_id, call.id))
     try:
+        if not run.config.traced:
+            return await _run_with_policy(run, tool, call, value, ctx, route)
         return await _traced(run, tool, call, value, ctx, route)
     finally:
         PARENT_CALL.reset(parent)
@@ -196,8 +200,6 @@ async def _traced(
     run: Run, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext, route: _UsageRoute
 ) -> ExecResult:
     tracer = run.config.tracer
-    if not run.config.traced:
-        return await _run_with_policy(run, tool, call, value, ctx, route)
     d = tool.definition
     span = tracer.start_tool_call(
         ToolCallInfo(

@@ -9,14 +9,13 @@ a subagent's turns to the turn that started them.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["PARENT_CALL", "ParentCall"]
 
 
-@dataclass(frozen=True, slots=True)
-class ParentCall:
-    """The turn and tool call a child run was started from."""
+class ParentCall(NamedTuple):
+    """The turn and tool call a child run was started from (a tuple: cheap on every call)."""
 
     turn_id: str
     tool_call_id: str
