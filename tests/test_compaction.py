@@ -312,3 +312,14 @@ async def test_a_resumed_turn_is_left_alone_and_a_continued_one_compacted_in_mem
     assert len(summariser.requests) == 1
     assert model.requests[-1].messages[1].kind == "compaction_summary"
     assert not any(m.kind == "compaction_summary" for m in (await session.load()).history)
+
+
+async def test_only_pre_generation_hooks_may_report_a_session_write() -> None:
+    def misuse(ctx: HookContext) -> None:
+        ctx.note_session_write(7)
+
+    model = ScriptedModel([text("hi")])
+    agent = Agent(model=model, hooks=Hooks(pre_iteration=[misuse]))
+    result = await agent.run("go")
+    assert result.status == "incomplete"
+    assert "only pre_generation hooks may" in str(result.error)

@@ -20,6 +20,7 @@ from dive.agent import (
 )
 from dive.errors import UserError
 from dive.llm import Usage
+from dive.messages.codec import decode, dumps
 from dive.otel import OTelTracer
 from dive.sessions import MemorySessionStore
 from dive.subagents import (
@@ -31,6 +32,7 @@ from dive.subagents import (
 )
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import Suspend, ToolAnnotations, tool
+from dive.turns import Turn
 
 USED = Usage(input_tokens=100, output_tokens=20, requests=1, cost=0.01)
 
@@ -289,6 +291,7 @@ async def test_subagent_turns_link_to_the_parent_in_records_and_traces() -> None
     assert sub_turn.origin.parent_turn_id == result.turn.id
     assert sub_turn.origin.parent_tool_call_id == "k1"
     assert result.turn.origin.parent_turn_id is None
+    assert decode(Turn, dumps(sub_turn)).origin == sub_turn.origin  # the link round-trips
     runs = {s.name: s for s in spans.get_finished_spans() if s.name.startswith("invoke_agent")}
     sub_span = runs["invoke_agent worker"]
     assert sub_span.attributes is not None

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from dive.compaction._cut import choose_cut, complete_prefix
-from dive.compaction._summarise import DEFAULT_INSTRUCTIONS, chunk_budget, summarise
-from dive.compaction._tokens import estimate_message, estimate_tokens, measure
+from dive.compaction._summarise import DEFAULT_INSTRUCTIONS, Summary, chunk_budget, summarise
+from dive.compaction._tokens import ContextSize, estimate_message, estimate_tokens, measure
 from dive.compaction._transcript import chunk, render
 from dive.errors import UserError
 from dive.llm import Model, Usage
@@ -218,13 +218,25 @@ async def compact_messages(
     compacted = (*head, summary, *tail)
     validate_complete_turns(compacted[: len(compacted) - _pending(tail)])
     after = await measure(counting, compacted, system=system, tools=tools)
+    return _result(compacted, summary, head, tail, before.tokens, after, done)
+
+
+def _result(
+    compacted: tuple[Message, ...],
+    summary: Message,
+    head: tuple[Message, ...],
+    tail: tuple[Message, ...],
+    before: int,
+    after: ContextSize,
+    done: Summary,
+) -> CompactionResult:
     return CompactionResult(
         messages=compacted,
         summary=summary,
         head=head,
         tail=tail,
-        compacted=len(span),
-        tokens_before=before.tokens,
+        compacted=int(summary.metadata["compacted_messages"]),
+        tokens_before=before,
         tokens_after=after.tokens,
         measured=after.how,
         usage=done.usage,
