@@ -1122,7 +1122,7 @@ async def test_golden_stop_sequences_metadata_and_headers(sim: AnthropicSimulato
 
 
 async def test_context_management_is_sent_with_its_beta_headers(sim: AnthropicSimulator) -> None:
-    edits = {
+    edits: dict[str, Any] = {
         "edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}]
     }
     settings = ModelSettings(

@@ -61,7 +61,8 @@ ALLOWED: dict[str, set[str]] = {
         "sessions",
         "providers",
         "agent",
-    },    "compaction": {
+    },
+    "compaction": {
         "errors",
         "messages",
         "llm",
