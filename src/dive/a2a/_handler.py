@@ -262,15 +262,15 @@ class DiveRequestHandler(RequestHandler):
 
     async def _tasks_of(self, context_id: str) -> list[Task]:
         """The tasks of one context, newest first."""
-        out: list[Task] = []
-        seen: set[str] = set()
+        live = [t for t in self._live.values() if t.context_id == context_id]
+        out: list[Task] = [t.snapshot for t in live]
+        seen: set[str] = {t.task_id for t in live}
         for turn in reversed(await self._store.turns(context_id)):
             for m in turn.messages:
                 task_id = m.metadata.get(TASK_KEY)
                 if task_id and task_id not in seen:
                     seen.add(task_id)
-                    live = self._live.get(task_id)
-                    out.append(live.snapshot if live else task_of_turn(turn, task_id))
+                    out.append(task_of_turn(turn, task_id))
                     break
         return out
 
