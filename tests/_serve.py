@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Generator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serve(app: Any) -> AsyncIterator[str]:
+async def serve(app: Any) -> AsyncGenerator[str]:
     """Run ``app`` with uvicorn in this event loop; yield its base URL (with a slash)."""
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
@@ -47,7 +47,7 @@ async def serve(app: Any) -> AsyncIterator[str]:
 
 
 @contextmanager
-def child(module: str, *args: str) -> Iterator[str]:
+def child(module: str, *args: str) -> Generator[str]:
     """Run ``python -m tests.<module> <port> <args>`` (a server); yield its base URL."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

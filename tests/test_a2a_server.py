@@ -134,7 +134,7 @@ async def test_send_answers_with_a_completed_task_whose_context_is_the_session(
     assert task.status.state == S.TASK_STATE_COMPLETED
     assert task.context_id == "chat-1"
     assert answer(task) == "Sunny in Oslo."
-    assert [m.message_id for m in task.history][0] == "u1"
+    assert next(m.message_id for m in task.history) == "u1"
     assert again == task
     [turn] = await store.turns("chat-1")  # the dive session id IS the context id
     assert turn.status == "completed"
@@ -160,13 +160,16 @@ async def test_stream_sends_the_task_then_text_tool_calls_the_answer_and_the_end
     http: httpx.AsyncClient,
 ) -> None:
     model = ScriptedModel([tool_use(call("weather", {"city": "Rome"})), text("Sunny in Rome.")])
-    async with serve(a2a_app(Agent(model=model, tools=[weather]), store=MemorySessionStore())) as url:
+    async with serve(
+        a2a_app(Agent(model=model, tools=[weather]), store=MemorySessionStore())
+    ) as url:
         client = await sdk_client(http, url, streaming=True)
         got = await events(client, user("Rome?"))
     assert got[0].HasField("task")
     assert got[0].task.status.state == S.TASK_STATE_WORKING
     kinds = [e.WhichOneof("payload") for e in got]
-    assert kinds[0] == "task" and kinds[-1] == "status_update"
+    assert kinds[0] == "task"
+    assert kinds[-1] == "status_update"
     updates = [e.status_update for e in got if e.HasField("status_update")]
     working = [u for u in updates if u.status.state == S.TASK_STATE_WORKING]
     texts = "".join(p.text for u in working for p in u.status.message.parts if p.HasField("text"))
@@ -217,7 +220,8 @@ async def test_input_required_then_the_answer_resumes_the_turn(http: httpx.Async
     assert asked.status.state == S.TASK_STATE_INPUT_REQUIRED
     assert status_text(asked) == "Which account should I close?"
     assert done[-1].status_update.status.state == S.TASK_STATE_COMPLETED
-    assert final.id == asked.id and final.status.state == S.TASK_STATE_COMPLETED
+    assert final.id == asked.id
+    assert final.status.state == S.TASK_STATE_COMPLETED
     assert answer(final) == "Closed account savings-2."
     [turn] = await store.turns(asked.context_id)  # one turn: the resumed one
     [result] = [m.tool_result for m in turn.messages if m.tool_result is not None]
@@ -269,7 +273,8 @@ async def test_cancel_closes_a_suspended_task(http: httpx.AsyncClient) -> None:
     assert canceled.status.state == S.TASK_STATE_CANCELED
     [turn] = await store.turns(asked.context_id)
     assert turn.status == "incomplete"
-    assert turn.outcome is not None and turn.outcome.reason == "canceled"
+    assert turn.outcome is not None
+    assert turn.outcome.reason == "canceled"
 
 
 async def test_cancel_stops_a_running_task(http: httpx.AsyncClient) -> None:
@@ -358,7 +363,8 @@ def _continue_in_a_second_process(target: str) -> None:
         before, done = asyncio.run(second(url, asked.id))
     assert asked.status.state == S.TASK_STATE_INPUT_REQUIRED
     assert before == asked  # task ids (and tasks) survive the restart
-    assert done.id == asked.id and done.context_id == asked.context_id
+    assert done.id == asked.id
+    assert done.context_id == asked.context_id
     assert done.status.state == S.TASK_STATE_COMPLETED
     assert answer(done) == "Closed account checking-7."
 

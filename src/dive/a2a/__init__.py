@@ -21,6 +21,6 @@ __all__ = [
     "agent_card",
 ]
 
-from dive._public import publish as _publish  # noqa: E402
+from dive._public import publish as _publish
 
 _publish(__name__, globals(), __all__)

@@ -16,32 +16,31 @@ approval. Calls left unanswered keep the task input-required.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from a2a.types import InvalidParamsError
 from a2a.types import Message as A2AMessage
 
+from dive.a2a._parts import part_data
 from dive.agent import ToolApproval
 from dive.turns import PendingToolCall, SuspensionState
-
-from dive.a2a._parts import part_data
 
 __all__ = ["resume_results"]
 
 _YES = frozenset({"yes", "y", "approve", "approved", "allow", "ok"})
 
 
-def _approval(value: Any) -> ToolApproval:
+def _approval(value: object) -> ToolApproval:
     if isinstance(value, bool):
         return ToolApproval(approved=value)
     if isinstance(value, Mapping) and "approved" in value:
-        decision: Mapping[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
-        message = decision.get("message")
+        decision = cast("Mapping[str, Any]", value)
+        message: object = decision.get("message")
         return ToolApproval(
             approved=bool(decision["approved"]),
             message=str(message) if message is not None else None,
         )
-    text = str(value).strip()
+    text = str(cast("object", value)).strip()
     if text.lower().rstrip(".!") in _YES:
         return ToolApproval(approved=True)
     return ToolApproval(approved=False, message=text or None)

@@ -10,7 +10,7 @@ card's URL is the URL the card was fetched under.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,11 +23,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dive.agent import Agent
-from dive.sessions import SessionStore
-
 from dive.a2a._card import agent_card, with_url
 from dive.a2a._handler import DiveRequestHandler
+from dive.agent import Agent
+from dive.sessions import SessionStore
 
 __all__ = ["a2a_app"]
 
@@ -66,7 +65,7 @@ def a2a_app(
         return JSONResponse(agent_card_to_dict(served))
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
         try:
             yield
         finally:

@@ -54,12 +54,6 @@ from a2a.types import Message as A2AMessage
 from a2a.utils.errors import A2AError
 from a2a.utils.task import apply_history_length
 
-from dive.agent import Agent, AgentEvent
-from dive.errors import StoreError, UserError
-from dive.messages import Message
-from dive.sessions import Session, SessionStore, session_lock, validate_session_id
-from dive.turns import CancelToken, Turn
-
 from dive.a2a._answers import resume_results
 from dive.a2a._live import LiveTask, RunStarter
 from dive.a2a._parts import message_blocks
@@ -71,6 +65,11 @@ from dive.a2a._tasks import (
     task_of_turn,
     task_state,
 )
+from dive.agent import Agent, AgentEvent
+from dive.errors import StoreError, UserError
+from dive.messages import Message
+from dive.sessions import Session, SessionStore, session_lock, validate_session_id
+from dive.turns import CancelToken, Turn
 
 __all__ = ["DiveRequestHandler"]
 
@@ -110,9 +109,7 @@ class DiveRequestHandler(RequestHandler):
 
     # --- messages ------------------------------------------------------------------------
 
-    async def on_message_send(
-        self, params: SendMessageRequest, context: ServerCallContext
-    ) -> Task:
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         live = await self._begin(params.message)
         if not params.configuration.return_immediately:
             await live.wait()
@@ -161,7 +158,10 @@ class DiveRequestHandler(RequestHandler):
         if not blocks:
             raise InvalidParamsError(message="the message has no text, data or file parts")
         user = Message(
-            role="user", content=blocks, id=message.message_id or None, metadata={TASK_KEY: task_id}
+            role="user",
+            content=tuple(blocks),
+            id=message.message_id or None,
+            metadata={TASK_KEY: task_id},
         )
         session = self._session(context_id)
         agent = self._agent
@@ -366,4 +366,3 @@ class DiveRequestHandler(RequestHandler):
             live.cancel.cancel("the server is shutting down")
         for live in list(self._live.values()):
             await live.wait()
-

@@ -24,6 +24,8 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 
+from dive.a2a._parts import agent_message, data_part, text_part
+from dive.a2a._tasks import task_of_turn
 from dive.agent import (
     AgentEvent,
     ModelStreamEvent,
@@ -34,13 +36,12 @@ from dive.agent import (
 from dive.llm import ContentBlockDelta, TextDelta
 from dive.turns import CancelToken
 
-from dive.a2a._parts import agent_message, data_part, text_part
-from dive.a2a._tasks import task_of_turn
-
 __all__ = ["A2AEvent", "LiveTask", "RunStarter"]
 
 A2AEvent = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
-RunStarter = Callable[[Callable[[AgentEvent], Awaitable[None]], CancelToken], Awaitable[RunResult[Any]]]
+RunStarter = Callable[
+    [Callable[[AgentEvent], Awaitable[None]], CancelToken], Awaitable[RunResult[Any]]
+]
 
 
 class LiveTask:
@@ -194,4 +195,3 @@ class LiveTask:
         finally:
             with contextlib.suppress(ValueError):
                 self._queues.remove(queue)
-

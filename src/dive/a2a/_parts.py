@@ -1,5 +1,6 @@
-"""A2A message parts ↔ dive content: what a client sends becomes a user ``Message``, what
-the agent wrote becomes A2A messages, answers and prompts.
+"""A2A message parts ↔ dive content.
+
+What a client sends becomes a user ``Message``; what the agent wrote becomes A2A messages.
 
 Inbound parts: text stays text; a data part becomes its JSON text; a file (inline bytes or a
 URL) becomes an image block (jpeg, png, gif, webp), a document block (PDF, or ``text/*``
@@ -11,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from a2a.types import ContentTypeNotSupportedError, Part, Role
 from a2a.types import Message as A2AMessage
@@ -63,9 +64,9 @@ def _ints(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {str(k): _ints(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+        return {str(k): _ints(v) for k, v in cast("dict[Any, Any]", value).items()}
     if isinstance(value, list):
-        return [_ints(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return [_ints(v) for v in cast("list[Any]", value)]
     return value
 
 

@@ -43,12 +43,11 @@ from a2a.types import (
 )
 from a2a.types import Message as A2AMessage
 
+from dive.a2a._parts import message_text, part_data
 from dive.agent import HookContext, Hooks
 from dive.errors import UserError
-from dive.messages import ToolDefinition, ToolResult
+from dive.messages import JSONValue, TextBlock, ToolDefinition, ToolResult
 from dive.tools import Suspend, Tool, ToolContext, ToolOutput, ToolReturn
-
-from dive.a2a._parts import message_text, part_data
 
 __all__ = ["RemoteAgent", "RemoteEvent", "RemoteTask"]
 
@@ -162,7 +161,7 @@ class _Tracker:
     def whole(self, task: Task) -> None:
         self.id, self.context_id = task.id, task.context_id
         self.state = _STATES.get(task.status.state, "unknown")
-        self.status_text = message_text(task.status.message)
+        self.status_text = _texts(task.status.message)
         self.artifacts = {a.artifact_id: list(a.parts) for a in task.artifacts}
 
     def fold(self, response: StreamResponse) -> RemoteEvent | None:
@@ -173,7 +172,7 @@ class _Tracker:
             update = response.status_update
             self.id, self.context_id = update.task_id, update.context_id
             state = _STATES.get(update.status.state, "unknown")
-            text = message_text(update.status.message)
+            text = _texts(update.status.message)
             if state == "working" and self.state == "working":
                 parts = update.status.message.parts
                 if parts and all(p.HasField("text") for p in parts):
@@ -193,8 +192,15 @@ class _Tracker:
         if response.HasField("message"):  # a server that answers with a bare message
             self.state = "completed"
             self.artifacts = {"message": list(response.message.parts)}
-            return RemoteEvent(type="artifact", text=message_text(response.message), task=self.task())
+            return RemoteEvent(
+                type="artifact", text=message_text(response.message), task=self.task()
+            )
         return None
+
+
+def _texts(message: A2AMessage) -> str:
+    """The text parts of a message (data parts left out)."""
+    return "\n".join(p.text for p in message.parts if p.HasField("text"))
 
 
 def _tool_name(name: str) -> str:
@@ -340,7 +346,12 @@ class RemoteAgent(Tool):
             self._waiting[ctx.tool_call_id] = (task.id, task.context_id)
             reason = "auth_required" if task.state == "auth-required" else "input_required"
             prompt = task.status_text or f"The remote agent ({self.name}) needs more input."
-            meta = {_KEY: {"url": self.url, "task_id": task.id, "context_id": task.context_id}}
+            ref: dict[str, JSONValue] = {
+                "url": self.url,
+                "task_id": task.id,
+                "context_id": task.context_id,
+            }
+            meta: dict[str, JSONValue] = {_KEY: ref}
             return Suspend(prompt, reason=reason, metadata=meta)
         return self._output(task)
 
@@ -354,7 +365,9 @@ class RemoteAgent(Tool):
             )
         detail = task.status_text or task.state
         kept = f"\n\nIts partial answer: {task.text}" if task.text else ""
-        return ToolReturn(content=f"The remote task ended {task.state}: {detail}{kept}", is_error=True)
+        return ToolReturn(
+            content=f"The remote task ended {task.state}: {detail}{kept}", is_error=True
+        )
 
     # --- as an extension -------------------------------------------------------------------
 
@@ -385,29 +398,28 @@ class RemoteAgent(Tool):
         return self._waiting.get(call.id)
 
     async def _forward(self, ctx: HookContext[Any]) -> None:
-        call = ctx.call
-        if call is None or call.name != self.name:
+        call, answer = ctx.call, ctx.tool_result
+        if call is None or answer is None or call.name != self.name:
             return
         ref = await self._waiting_task(ctx)
         if ref is None:
             return  # a call that ran, not an answer supplied on resume
         task_id, context_id = ref
-        answer = ctx.tool_result
         try:
             task = await self.send(answer.text, task_id=task_id, context_id=context_id)
         except Exception as exc:
-            ctx.tool_result = ToolResult(
-                tool_call_id=call.id,
-                name=call.name,
-                content=f"the answer could not reach the remote agent ({self.url}): {exc}",
-                is_error=True,
-            )
+            note = f"the answer could not reach the remote agent ({self.url}): {exc}"
+            ctx.tool_result = _result(call.id, call.name, note, is_error=True)
             return
         self._waiting.pop(call.id, None)
         output = self._output(task)
         if isinstance(output, ToolReturn):
-            ctx.tool_result = ToolResult(
-                tool_call_id=call.id, name=call.name, content=str(output.content), is_error=True
-            )
+            ctx.tool_result = _result(call.id, call.name, str(output.content), is_error=True)
         else:
-            ctx.tool_result = ToolResult(tool_call_id=call.id, name=call.name, content=output)
+            ctx.tool_result = _result(call.id, call.name, output)
+
+
+def _result(call_id: str, name: str, text: str, *, is_error: bool = False) -> ToolResult:
+    return ToolResult(
+        tool_call_id=call_id, name=name, content=(TextBlock(text=text),), is_error=is_error
+    )

@@ -23,10 +23,6 @@ from datetime import datetime
 from a2a.types import Artifact, Task, TaskNotFoundError, TaskState, TaskStatus
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from dive.messages import Message
-from dive.sessions import SessionStore, validate_session_id
-from dive.turns import PendingToolCall, Turn
-
 from dive.a2a._parts import (
     agent_message,
     answer_text,
@@ -34,6 +30,9 @@ from dive.a2a._parts import (
     history_messages,
     text_part,
 )
+from dive.messages import Message
+from dive.sessions import SessionStore, validate_session_id
+from dive.turns import PendingToolCall, Turn
 
 __all__ = [
     "TASK_KEY",
