@@ -253,7 +253,7 @@ class RemoteAgent(Tool):
         """A ``RemoteAgent`` named and described after the card at ``url``."""
         probe = cls(url, **options)
         card = await probe.card()
-        skills = "; ".join(f"{s.name}: {s.description}" for s in card.skills)
+        skills = "; ".join(f"{s.name}: {s.description.rstrip('.')}" for s in card.skills)
         description = card.description + (f" Skills: {skills}." if skills else "")
         options.setdefault("name", card.name)
         options.setdefault("description", description)
