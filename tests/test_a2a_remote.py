@@ -6,6 +6,7 @@ from typing import Any
 
 from dive.a2a import RemoteAgent, a2a_app
 from dive.agent import Agent, AgentEvent, ToolStreamEvent
+from dive.llm import ModelRequest, ModelResponse
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
 from tests._serve import serve
@@ -19,8 +20,10 @@ def _last_result(request: Any) -> str:
 
 
 def echo_agent() -> Agent[Any, Any]:
-    replies = [lambda r: text(f"echo: {r.messages[-1].text}")] * 10
-    return Agent(model=ScriptedModel(replies), name="Echo Bot", description="Repeats you.")
+    def reply(request: ModelRequest) -> ModelResponse:
+        return text(f"echo: {request.messages[-1].text}")
+
+    return Agent(model=ScriptedModel([reply] * 10), name="Echo Bot", description="Repeats you.")
 
 
 async def test_send_stream_and_continue_a_remote_task_directly() -> None:
