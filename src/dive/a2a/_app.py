@@ -31,6 +31,12 @@ from dive.sessions import SessionStore
 __all__ = ["a2a_app"]
 
 
+def _endpoint(request: Request) -> str:
+    """The URL this app answers at: the request's host, behind any mount or root path."""
+    root = str(request.scope.get("root_path", "")).rstrip("/")
+    return str(request.url.replace(path=root + "/", query="", fragment=""))
+
+
 def a2a_app(
     agent: Agent[Any, Any], *, store: SessionStore, card: AgentCard | None = None
 ) -> Starlette:
@@ -61,7 +67,7 @@ def a2a_app(
     async def get_card(request: Request) -> JSONResponse:
         served = base
         if not any(i.url for i in base.supported_interfaces):
-            served = with_url(base, str(request.base_url))
+            served = with_url(base, _endpoint(request))
         return JSONResponse(agent_card_to_dict(served))
 
     @asynccontextmanager

@@ -222,6 +222,7 @@ class RemoteAgent(Tool):
         streaming: stream when the agent supports it.
         timeout: seconds for one request (a streamed one: between two events).
         headers: HTTP headers for every request (credentials, for instance).
+        card: the agent's card, if already fetched (else it is fetched on first use).
     """
 
     def __init__(
@@ -233,6 +234,7 @@ class RemoteAgent(Tool):
         streaming: bool = True,
         timeout: float = 300.0,
         headers: Mapping[str, str] | None = None,
+        card: AgentCard | None = None,
     ) -> None:
         self.url = url
         self.streaming = streaming
@@ -245,7 +247,7 @@ class RemoteAgent(Tool):
             origin="a2a",
             effect_type="external_side_effect",
         )
-        self._card: AgentCard | None = None
+        self._card = card
         self._waiting: dict[str, tuple[str, str]] = {}
 
     @classmethod
@@ -257,9 +259,8 @@ class RemoteAgent(Tool):
         description = card.description + (f" Skills: {skills}." if skills else "")
         options.setdefault("name", card.name)
         options.setdefault("description", description)
-        agent = cls(url, **options)
-        agent._card = card
-        return agent
+        options["card"] = card
+        return cls(url, **options)
 
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(timeout=self.timeout, headers=self.headers)
