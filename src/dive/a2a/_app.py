@@ -66,7 +66,7 @@ def a2a_app(
 
     async def get_card(request: Request) -> JSONResponse:
         served = base
-        if not any(i.url for i in base.supported_interfaces):
+        if not any(i.url and i.protocol_binding == "JSONRPC" for i in base.supported_interfaces):
             served = with_url(base, _endpoint(request))
         return JSONResponse(agent_card_to_dict(served))
 
