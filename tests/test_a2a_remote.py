@@ -128,3 +128,36 @@ async def test_a_remote_failure_is_an_error_result() -> None:
     [tool_result] = [m.tool_result for m in result.turn.messages if m.tool_result is not None]
     assert tool_result.is_error
     assert "failed" in tool_result.text
+
+
+async def test_a_remote_that_asks_again_names_its_task_for_the_model() -> None:
+    def asker(request: ModelRequest) -> ModelResponse:
+        answers = [m.tool_result.text for m in request.messages if m.tool_result is not None]
+        if len(answers) < 2:
+            return tool_use(call("ask_account", {"reason": "close" if not answers else "check"}))
+        return text(f"Done with {' and '.join(answers)}.")
+
+    from tests.a2a_agents import ask_account
+
+    remote_agent = Agent(model=ScriptedModel([asker] * 5), tools=[ask_account])
+    async with serve(a2a_app(remote_agent, store=MemorySessionStore())) as url:
+        remote = RemoteAgent(url, name="bank")
+        store = MemorySessionStore()
+
+        def relay(request: ModelRequest) -> ModelResponse:
+            said = _last_result(request)
+            task_id = said.split("task_id='")[1].split("'")[0]
+            return tool_use(call("bank", {"message": "again-2", "task_id": task_id}))
+
+        model = ScriptedModel(
+            [tool_use(call("bank", {"message": "Close it."})), relay, text("finished")]
+        )
+        caller = Agent(model=model, extensions=[remote], session=store.session("c"))
+        first = await caller.run("Go.")
+        assert first.turn.suspension is not None
+        [pending] = first.turn.suspension.pending_tool_calls
+        done = await caller.run(tool_results={pending.id: "first-1"})
+    results = [m.tool_result.text for m in done.turn.messages if m.tool_result is not None]
+    assert results[0].startswith("The remote agent asks: Which account should I check?")
+    assert results[1] == "Done with first-1 and again-2."
+    assert done.status == "completed"
