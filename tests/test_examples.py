@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "otel_console.py",
         "coding_agent.py",
         "research_team.py",
+        "a2a_pair.py",
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
@@ -37,6 +38,9 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+    if name == "a2a_pair.py":  # the remote question suspended the caller; its resume answered
+        assert "the travel desk asks 'Which date should I book the train for?'" in proc.stdout
+        assert "on Friday 14 March." in proc.stdout
     if name == "coding_agent.py":  # it fixed the project: the tests fail before, pass after
         assert "tests pass before? False" in proc.stdout
         assert "tests pass after? True" in proc.stdout

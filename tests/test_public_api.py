@@ -472,6 +472,15 @@ EXPORTS: dict[str, list[str]] = {
         "run_with_handoffs",
     ],
     "dive.otel": ["OTelTracer"],
+    "dive.a2a": [
+        "DiveRequestHandler",
+        "RemoteAgent",
+        "RemoteEvent",
+        "RemoteTask",
+        "a2a_app",
+        "agent_card",
+    ],
+    "dive.agui": ["APPROVAL_SCHEMA", "agui_app"],
     "dive.permissions": [
         "ARGUMENT_KEY",
         "ApprovalRequest",
