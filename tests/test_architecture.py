@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dive"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "redaction": set(),
+    "globs": set(),
     "messages": {"errors"},
     "llm": {"errors", "messages"},
     "turns": {"errors", "messages", "llm"},
@@ -50,8 +51,9 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "prompts",
     },
-    "toolkit": {"errors", "messages", "llm", "turns", "tools"},
+    "toolkit": {"errors", "messages", "llm", "turns", "tools", "globs"},
     "permissions": {
+        "globs",
         "errors",
         "messages",
         "llm",

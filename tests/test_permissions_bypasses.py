@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dive.agent._outputs import to_tool_result
 from dive.messages import ToolCall, ToolResult
-from dive.toolkit._walk import glob_regex
+from dive.globs import glob_regex
 from dive.permissions import (
     ARGUMENT_KEY,
     KIND_KEY,
@@ -168,7 +168,8 @@ async def test_grep_cannot_read_a_denied_file_through_an_unclosed_brace(tmp_path
     }
     assert "TOPSECRET" in (await invoke(grep, arguments)).text  # what the tool would read
     assert engine.decide(grep, arguments).kind == "deny"
-    assert engine.decide(grep, {**arguments, "glob": "a{b,c}/../x"}).kind == "deny"
+    assert engine.decide(grep, {**arguments, "glob": "[a]{b"}).kind == "deny"
+    assert engine.decide(grep, {**arguments, "glob": "a{x,y}"}).kind == "allow"
 
 
 async def invoke(tool: Tool, arguments: dict[str, Any]) -> ToolResult:
@@ -297,8 +298,8 @@ OPAQUE = [
     "{r,}m -rf /",
     ". /dev/stdin <<< 'rm -rf /'",
     "bash <(echo rm -rf /)",
-    "shopt -s expand_aliases\nalias x=rm\nx -rf /",
-    "mapfile -C 'rm -rf /;:' -c 1 a <<< x",
+    "shopt -s expand_aliases\nalias x='$R'\nx -rf /",
+    "mapfile -C \"$(echo cm0gLXJmIC8K | base64 -d)\" -c 1 a <<< x",
     "eval \"$(echo cm0gLXJmIC8K | base64 -d)\"",
 ]
 
@@ -318,6 +319,13 @@ def test_an_opaque_command_never_runs_unasked_under_a_deny_rule(
     kind, rule = decide(command, deny=("Bash(rm:*)",), allow=("Bash",), mode=mode)
     assert kind == expect
     assert rule == "Bash(rm:*)"
+
+
+@pytest.mark.parametrize(
+    "command", ["shopt -s expand_aliases\nalias x='rm -rf /'\nx", "mapfile -C 'rm -rf /;:' a"]
+)
+def test_the_code_of_an_alias_or_a_mapfile_callback_is_read_by_deny_rules(command: str) -> None:
+    assert decide(command, deny=("Bash(rm:*)",), allow=("Bash",), mode="default")[0] == "deny"
 
 
 def test_an_opaque_command_runs_when_no_deny_rule_names_the_tool() -> None:

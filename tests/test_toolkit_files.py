@@ -21,7 +21,7 @@ from dive.toolkit._files import Edit, Read, Write
 from dive.toolkit._kit import file_tools
 from dive.toolkit._search import Glob, Grep, ListDirectory
 from dive.toolkit._todo import TodoItem, TodoList, TodoWrite
-from dive.toolkit._walk import glob_regex
+from dive.globs import glob_regex
 from dive.toolkit._workspace import Workspace
 from dive.tools import Suspend, Tool, ToolContext
 
