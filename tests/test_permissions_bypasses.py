@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dive.agent._outputs import to_tool_result
-from dive.messages import ToolCall, ToolResult
 from dive.globs import glob_regex
+from dive.messages import ToolCall, ToolResult
 from dive.permissions import (
     ARGUMENT_KEY,
     KIND_KEY,
@@ -66,9 +66,7 @@ def _runs(command: str, tmp_path: Path) -> list[str]:
     """The files a real bash creates running ``command`` in ``tmp_path/ws``."""
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    subprocess.run(
-        ["bash", "-c", command], cwd=ws, capture_output=True, timeout=10, check=False
-    )
+    subprocess.run(["bash", "-c", command], cwd=ws, capture_output=True, timeout=10, check=False)
     return sorted(p.name for p in tmp_path.iterdir() if p.name != "ws") + sorted(
         p.name for p in ws.iterdir()
     )
@@ -299,8 +297,8 @@ OPAQUE = [
     ". /dev/stdin <<< 'rm -rf /'",
     "bash <(echo rm -rf /)",
     "shopt -s expand_aliases\nalias x='$R'\nx -rf /",
-    "mapfile -C \"$(echo cm0gLXJmIC8K | base64 -d)\" -c 1 a <<< x",
-    "eval \"$(echo cm0gLXJmIC8K | base64 -d)\"",
+    'mapfile -C "$(echo cm0gLXJmIC8K | base64 -d)" -c 1 a <<< x',
+    'eval "$(echo cm0gLXJmIC8K | base64 -d)"',
 ]
 
 
@@ -313,9 +311,10 @@ def test_an_opaque_command_never_runs_unasked_under_a_deny_rule(
     command: str, mode: PermissionMode, expect: str
 ) -> None:
     """Regression: ``bypass`` ran opaque commands although ``Bash(rm:*)`` was denied."""
-    assert any(s.opaque for s in split_command(command).segments) or not split_command(
-        command
-    ).complete
+    assert (
+        any(s.opaque for s in split_command(command).segments)
+        or not split_command(command).complete
+    )
     kind, rule = decide(command, deny=("Bash(rm:*)",), allow=("Bash",), mode=mode)
     assert kind == expect
     assert rule == "Bash(rm:*)"
@@ -388,9 +387,9 @@ def test_edit_rules_cover_write(tmp_path: Path) -> None:
     allowed = engine.decide(write, {"file_path": "src/a.py", "content": "x"})
     assert (allowed.kind, allowed.rule) == ("allow", "Edit(./src/**)")
     assert engine.decide(write, {"file_path": "other.py", "content": "x"}).kind == "deny"
-    asked = PermissionEngine(
-        PermissionConfig.from_rules(ask=["Edit"], workspace=tmp_path)
-    ).decide(write, {"file_path": "a", "content": "x"})
+    asked = PermissionEngine(PermissionConfig.from_rules(ask=["Edit"], workspace=tmp_path)).decide(
+        write, {"file_path": "a", "content": "x"}
+    )
     assert (asked.kind, asked.rule) == ("ask", "Edit")
 
 

@@ -189,7 +189,11 @@ class PermissionEngine:
         """
         decision = self._decide(tool, arguments)
         if decision.kind == "allow" and tool.definition.metadata.get(SANDBOX_KEY) == "off":
-            note = SANDBOX_OFF_NOTE if not decision.message else f"{decision.message}; {SANDBOX_OFF_NOTE}"
+            note = (
+                SANDBOX_OFF_NOTE
+                if not decision.message
+                else f"{decision.message}; {SANDBOX_OFF_NOTE}"
+            )
             return replace(decision, message=note)
         return decision
 
@@ -249,7 +253,7 @@ class PermissionEngine:
         if any(g.whole and g.specifier == target.value for g in self.grants):
             return None  # a person allowed exactly this command for the session
         why = (
-            f'it cannot be read completely (it does not parse, or runs code its words do not '
+            f"it cannot be read completely (it does not parse, or runs code its words do not "
             f'show), so the deny rule "{rule.text}" might match what it runs'
         )
         if mode in ("bypass", "dont_ask"):

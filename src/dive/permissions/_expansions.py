@@ -50,8 +50,10 @@ def _evaluates(body: str) -> bool:
     if subscript is not None and not _SAFE_SUBSCRIPT.fullmatch(subscript.strip()):
         return True
     rest = body[m.end() :]
-    return rest.startswith(":") and rest[1:2] not in ("-", "=", "?", "+") and bool(
-        _NAME_START.search(rest)
+    return (
+        rest.startswith(":")
+        and rest[1:2] not in ("-", "=", "?", "+")
+        and bool(_NAME_START.search(rest))
     )
 
 

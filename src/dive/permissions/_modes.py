@@ -76,8 +76,7 @@ def is_read_only(tool: Tool) -> bool:
 
 
 def plan_allows(tool: Tool) -> bool:
-    """Read-only and not open world (``external_side_effect`` is not read-only): what ``plan``
-    lets run."""
+    """Read-only and not open world (not ``external_side_effect``): what ``plan`` runs."""
     return (
         is_read_only(tool)
         and not tool.annotations.open_world

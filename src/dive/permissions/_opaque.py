@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Protocol
 
 from dive.permissions._sed import sed_runs_code
@@ -93,10 +94,8 @@ def _option_argument(words: Sequence[_Valued], *options: str) -> list[str]:
 
 def _names_code(name: str, args: list[str]) -> bool:
     """A builtin taking variable names whose arguments make bash evaluate arithmetic."""
-    if name == "printf":
-        return any(a == "-v" and _SUBSCRIPT.match(b) for a, b in zip(args, args[1:]))
-    if name in _TESTS and name != "[[":
-        return any(a == "-v" and _SUBSCRIPT.match(b) for a, b in zip(args, args[1:]))
+    if name == "printf" or (name in _TESTS and name != "[["):
+        return any(a == "-v" and _SUBSCRIPT.match(b) for a, b in pairwise(args))
     if name not in _NAMERS:
         return False
     if any(_SUBSCRIPT.match(a) for a in args):

@@ -17,8 +17,8 @@ with (its ``{a,b}`` alternatives expanded, an unclosed ``{`` literal), so the en
 reads a pattern differently from the tool. A deny or ask rule *reaches into* a search when
 some path its pattern matches could be one of those paths: :func:`reaches`. Globs on both
 sides are compared segment by segment (``**`` standing for any number of segments); where
-both segments are patterns they are taken to overlap. The toolkit never follows symbolic links below the directory it searches,
-so links inside it are not looked at.
+both segments are patterns they are taken to overlap. The toolkit never follows symbolic
+links below the directory it searches, so links inside it are not looked at.
 """
 
 from __future__ import annotations

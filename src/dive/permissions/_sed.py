@@ -16,8 +16,18 @@ __all__ = ["sed_runs_code"]
 
 _FLAGS = frozenset("nsEruzb")
 _LONG_FLAGS = frozenset(
-    "--quiet --silent --regexp-extended --separate --unbuffered --null-data --binary "
-    "--posix --debug --follow-symlinks".split()
+    [
+        "--quiet",
+        "--silent",
+        "--regexp-extended",
+        "--separate",
+        "--unbuffered",
+        "--null-data",
+        "--binary",
+        "--posix",
+        "--debug",
+        "--follow-symlinks",
+    ]
 )
 _PLAIN_COMMANDS = frozenset("=dDgGhHnNpPxzF")
 _CODE_COMMANDS = frozenset("ewW")
@@ -156,7 +166,7 @@ class _Script:
         return self.text[start : self.i]
 
     def text_lines(self) -> None:
-        """The text of ``a``/``i``/``c``: to the end of the line, ``\\`` continuing it."""
+        """The text of ``a``/``i``/``c``: to the end of the line (a backslash continues it)."""
         while not self.done():
             c = self.take()
             if c == "\\":

@@ -63,9 +63,7 @@ class _Next(NamedTuple):
     wrapped: bool
 
 
-def readings(
-    words: Sequence[Word], scripts: list[str] | None = None
-) -> tuple[list[Reading], bool]:
+def readings(words: Sequence[Word], scripts: list[str] | None = None) -> tuple[list[Reading], bool]:
     """Every command ``words`` runs: the words themselves, then through assignments and wrappers.
 
     The first reading is the words as given, then (breadth first) the command behind the

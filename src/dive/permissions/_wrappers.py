@@ -135,9 +135,7 @@ WRAPPERS: Mapping[str, _Options] = {
             "ambient-caps inh-caps bounding-set ruid euid rgid egid reuid regid groups "
             "securebits pdeathsig selinux-label apparmor-profile landlock-access landlock-rule"
         ),
-        long_flags=_names(
-            "dump nnp no-new-privs clear-groups keep-groups init-groups reset-env"
-        ),
+        long_flags=_names("dump nnp no-new-privs clear-groups keep-groups init-groups reset-env"),
     ),
     "strace": _Options(
         with_arg="abeEIoOpPsSuUX",

@@ -24,8 +24,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from dive.errors import UserError
-from dive.toolkit._files import SNIFF_BYTES, as_workspace, fail, is_binary, path_metadata
 from dive.globs import GlobError, glob_regex, split_literal
+from dive.toolkit._files import SNIFF_BYTES, as_workspace, fail, is_binary, path_metadata
 from dive.toolkit._walk import (
     DIR_FLAGS,
     Scan,
