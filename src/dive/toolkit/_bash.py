@@ -1,6 +1,15 @@
 """``Bash``: one shell command per call, in a fresh ``/bin/bash -c`` under the workspace root.
 
-Flow of a call: the command starts in its own session and process group
+By default every command runs inside the OS sandbox of ``_sandbox`` (bubblewrap on Linux):
+the workspace is the only place it can write (``.dive/`` excepted), it sees neither the
+agent's processes nor the network (unless ``network=True``), and nothing it starts outlives
+the call. Where the sandbox cannot run (no ``bwrap``, no user namespaces, not Linux) the
+tool says so once in the log and refuses every command, unless it was built with
+``sandbox="off"``: that is logged when the tool is built and noted on each call's approval
+record by the permission engine (definition metadata ``dive.sandbox="off"``).
+
+Flow of a call: the command (``bwrap``, or the shell itself) starts in its own session and
+process group
 (``start_new_session=True``) with the working directory set to the root, stdin from
 ``/dev/null``, stdout and stderr merged into one pipe, and a filtered environment. Output is
 read as it arrives into a head and a tail buffer (memory stays bounded whatever the command
@@ -20,10 +29,10 @@ own is still found (by the session id in ``/proc/<pid>/stat``) and killed. The `
 scan runs in a worker thread, never on the event loop. Where there is no ``/proc`` (macOS,
 the BSDs) only the process group is killed, and jobs in groups of their own escape.
 
-This is not a sandbox: the command runs as the current user with the user's file system and
-network. It cannot ``cd`` for later calls (each call starts again at the root), but nothing
-stops it from reading or writing outside the root, and a process that starts a session of
-its own (``setsid``) escapes the kill.
+With ``sandbox="off"`` the command runs as the current user with the user's file system and
+network: nothing stops it from reading or writing outside the root, reading the agent's
+environment through ``/proc``, and a process that starts a session of its own (``setsid``)
+escapes the kill.
 """
 
 from __future__ import annotations
@@ -31,16 +40,18 @@ from __future__ import annotations
 import asyncio
 import codecs
 import fnmatch
+import logging
 import os
 import signal
 from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dive.errors import UserError
+from dive.toolkit._sandbox import Sandbox, sandbox_problem
 from dive.tools import (
     Tool,
     ToolAnnotations,
@@ -80,6 +91,8 @@ SECRET_ENV_PATTERNS: tuple[str, ...] = (
 """Names never passed on from the parent environment, whatever the allow-list says."""
 
 _LINGER = 1.0  # seconds the output may stay open after the shell exited
+_log = logging.getLogger("dive.toolkit")
+_SIGNALS = frozenset(int(s) for s in signal.Signals)
 _POLL = 0.05
 _READ_SIZE = 65536
 _background: set[asyncio.Task[None]] = set()
@@ -308,14 +321,15 @@ class Bash(Tool):
     as ``Bash(git status:*)`` against the ``command`` argument (metadata
     ``dive.permission.argument="command"``, ``dive.permission.kind="command"``).
 
-    What it confines: every call starts at ``root`` (a ``cd`` does not carry over), runs in
-    its own session and process group, and on timeout or cancellation the group and (on
-    Linux, through ``/proc``) every process of the session are killed, jobs that ``set -m``
-    put in groups of their own included; elsewhere only the group is killed. A call sees
-    only the allowed environment variables and returns at most ``output_cap`` characters.
-    What it does not:
-    it is **not a sandbox**. The command runs as the current user and may read, write and
-    connect anywhere that user can; use a container or a permission policy for that.
+    What it confines: by default every command runs in the OS sandbox (bubblewrap, see
+    :class:`Sandbox`): it can write only the workspace (``.dive/`` and the sandbox's
+    ``read_only`` paths excepted) and a private ``/tmp``, sees its own processes only, has
+    no network unless ``network=True``, and nothing it starts survives the call. Every call
+    starts at ``root`` (a ``cd`` does not carry over), runs in its own session and process
+    group, and on timeout or cancellation the whole tree is killed. A call sees only the
+    allowed environment variables and returns at most ``output_cap`` characters. What the
+    sandbox does not stop: reading files every user may read, and using CPU and memory.
+    Where it cannot run, every call is refused with a message saying why and what to do.
 
     Args:
         root: the working directory of every command (must be an existing directory).
@@ -335,11 +349,17 @@ class Bash(Tool):
         requires_approval: ask before each command (the approval gate suspends the turn; a
             permission policy's rules, such as ``Bash(git status:*)``, and mode decide);
             ``False`` runs every command unasked.
+        network: let commands use the host's network (``True``); by default they have none
+            but their own loopback interface.
+        sandbox: how commands are confined: a :class:`Sandbox` (None: the default one), or
+            ``"off"`` to run them unconfined as the current user (logged as a warning here,
+            and noted on each call's approval record by the permission engine).
         name: the tool's name.
 
     Raises:
         UserError: ``root`` is not a directory, a limit is not positive, the default
-            timeout exceeds the maximum, or ``env_allow`` names a secret.
+            timeout exceeds the maximum, ``env_allow`` names a secret, or ``sandbox`` is
+            neither a :class:`Sandbox` nor ``"off"``.
     """
 
     def __init__(
@@ -353,8 +373,15 @@ class Bash(Tool):
         output_cap: int = 30_000,
         kill_grace: float = 2.0,
         requires_approval: bool = True,
+        network: bool = False,
+        sandbox: Sandbox | Literal["off"] | None = None,
         name: str = "Bash",
     ) -> None:
+        if sandbox is not None and sandbox != "off" and not isinstance(sandbox, Sandbox):
+            raise UserError(
+                f'Bash: sandbox must be a Sandbox(...), None (the default) or "off", not '
+                f"{sandbox!r}"
+            )
         path = Path(root).expanduser()
         if not path.is_dir():
             raise UserError(f"Bash: root {str(root)!r} is not an existing directory")
@@ -382,6 +409,14 @@ class Bash(Tool):
         self.max_timeout = float(max_timeout)
         self.output_cap = output_cap
         self.kill_grace = float(kill_grace)
+        self.network = bool(network)
+        self.sandbox: Sandbox | None = None if sandbox == "off" else (sandbox or Sandbox())
+        if self.sandbox is None:
+            _log.warning(
+                'Bash(%s, sandbox="off"): commands run unconfined, as the current user, with '
+                "its files, processes and network",
+                self.root,
+            )
         self.annotations = ToolAnnotations(
             title="Run a shell command", destructive=True, open_world=True
         )
@@ -394,6 +429,7 @@ class Bash(Tool):
                 "metadata": {
                     "dive.permission.argument": "command",
                     "dive.permission.kind": "command",
+                    "dive.sandbox": "off" if self.sandbox is None else "bwrap",
                 },
                 "requires_approval": requires_approval,
             },
@@ -414,7 +450,17 @@ class Bash(Tool):
             "- Background processes (cmd &) that still write to the output when the command "
             "ends are stopped; redirect their output (cmd > log 2>&1 &) to keep them running.\n"
             "- Prefer the dedicated file tools, when available, for reading, searching and "
-            "editing files."
+            "editing files." + self._sandbox_note()
+        )
+
+    def _sandbox_note(self) -> str:
+        if self.sandbox is None:
+            return ""
+        network = "the network is reachable" if self.network else "there is no network access"
+        return (
+            "\n- Commands run in a sandbox: only the workspace and a private /tmp are writable "
+            f"(.dive/ is read-only), {network}, other processes are invisible, and nothing "
+            "started in the background survives the command."
         )
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -439,14 +485,23 @@ class Bash(Tool):
         args: BashInput = input
         requested = args.timeout if args.timeout is not None else self.default_timeout
         limit = min(requested, self.max_timeout)
+        argv, env = ["/bin/bash", "-c", args.command], self.environment()
+        if self.sandbox is not None:
+            problem = await sandbox_problem(self.sandbox)
+            if problem is not None:
+                return ToolReturn(
+                    content=f"<error>This command was not run: {problem}.</error>", is_error=True
+                )
+            argv = self.sandbox.command(self.root, argv, network=self.network)
+            env["TMPDIR"] = "/tmp"
+        else:
+            _log.info("Bash without a sandbox runs %r", args.command)
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/bash",
-                "-c",
-                args.command,
+                *argv,
                 cwd=self.root,
-                env=self.environment(),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
@@ -455,7 +510,7 @@ class Bash(Tool):
         except OSError as exc:
             os.close(read_fd)
             return ToolReturn(
-                content=f"<error>Could not start /bin/bash in {self.root}: {exc}</error>",
+                content=f"<error>Could not start {argv[0]} in {self.root}: {exc}</error>",
                 is_error=True,
             )
         finally:
@@ -522,6 +577,8 @@ class Bash(Tool):
         status = f"Exit code {code}"
         if code < 0:
             status = f"Exit code {128 - code} (killed by {signal.Signals(-code).name})"
+        elif self.sandbox is not None and code > 128 and code - 128 in _SIGNALS:
+            status += f" (killed by {signal.Signals(code - 128).name})"  # bwrap's 128 + signal
         return ToolReturn(content=f"<error>{status}\n{text}</error>", is_error=True)
 
     def _timed_out(self, output: _Output, limit: float, requested: float) -> ToolReturn:
@@ -537,4 +594,5 @@ class Bash(Tool):
         )
 
     def __repr__(self) -> str:
-        return f"Bash(root={str(self.root)!r})"
+        off = ', sandbox="off"' if self.sandbox is None else ""
+        return f"Bash(root={str(self.root)!r}{off})"
