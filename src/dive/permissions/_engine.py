@@ -59,7 +59,7 @@ from dive.permissions._settings import PermissionConfig
 from dive.permissions._urls import url_hosts
 from dive.tools import Tool
 
-__all__ = ["SANDBOX_KEY", "SANDBOX_OFF_NOTE", "PermissionEngine"]
+__all__ = ["SANDBOX_KEY", "SANDBOX_OFF_NOTE", "PermissionEngine", "sandbox_noted"]
 
 SANDBOX_KEY = "dive.sandbox"
 """Definition metadata key: how the tool's commands are confined (``off``: not at all)."""
@@ -187,15 +187,7 @@ class PermissionEngine:
             tool: the tool called.
             arguments: the call's arguments (after any ``pre_tool_use`` rewrite).
         """
-        decision = self._decide(tool, arguments)
-        if decision.kind == "allow" and tool.definition.metadata.get(SANDBOX_KEY) == "off":
-            note = (
-                SANDBOX_OFF_NOTE
-                if not decision.message
-                else f"{decision.message}; {SANDBOX_OFF_NOTE}"
-            )
-            return replace(decision, message=note)
-        return decision
+        return sandbox_noted(tool, self._decide(tool, arguments))
 
     def _decide(self, tool: Tool, arguments: Mapping[str, Any]) -> ApprovalDecision:
         config = self._config
@@ -394,6 +386,14 @@ class PermissionEngine:
         return ApprovalDecision(
             kind="allow", decided_by=by, rule=", ".join(r.text for r, _ in used)
         )
+
+
+def sandbox_noted(tool: Tool, decision: ApprovalDecision) -> ApprovalDecision:
+    """An allow for a tool running without the OS sandbox, with that noted in its message."""
+    if decision.kind != "allow" or tool.definition.metadata.get(SANDBOX_KEY) != "off":
+        return decision
+    message = f"{decision.message}; {SANDBOX_OFF_NOTE}" if decision.message else SANDBOX_OFF_NOTE
+    return replace(decision, message=message)
 
 
 def _reaches_out(tool: Tool) -> bool:
