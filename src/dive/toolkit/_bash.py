@@ -377,7 +377,7 @@ class Bash(Tool):
         sandbox: Sandbox | Literal["off"] | None = None,
         name: str = "Bash",
     ) -> None:
-        if sandbox is not None and sandbox != "off" and not isinstance(sandbox, Sandbox):
+        if sandbox is not None and sandbox != "off" and not isinstance(sandbox, Sandbox):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
                 f'Bash: sandbox must be a Sandbox(...), None (the default) or "off", not '
                 f"{sandbox!r}"
