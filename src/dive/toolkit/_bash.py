@@ -377,7 +377,8 @@ class Bash(Tool):
         sandbox: Sandbox | Literal["off"] | None = None,
         name: str = "Bash",
     ) -> None:
-        if sandbox is not None and sandbox != "off" and not isinstance(sandbox, Sandbox):  # pyright: ignore[reportUnnecessaryIsInstance]
+        given: object = sandbox
+        if given is not None and given != "off" and not isinstance(given, Sandbox):
             raise UserError(
                 f'Bash: sandbox must be a Sandbox(...), None (the default) or "off", not '
                 f"{sandbox!r}"
