@@ -6,9 +6,9 @@ path whose real location is outside the root (``..``, absolute paths, escaping s
 and a component swapped for a link after the check). ``Bash`` runs a fresh shell per call in
 the root, inside a bubblewrap :class:`Sandbox` (the workspace is all it can write, no network,
 nothing outlives the call), with a timeout that kills the whole process tree; ``WebFetch``
-fetches http(s) pages as Markdown, refusing private, loopback, link-local, CGNAT and metadata addresses after
-resolving the name and connecting only to the checked address; ``WebSearch`` searches
-through a :class:`SearchBackend`; ``AskUser`` suspends the turn with a question;
+fetches http(s) pages as Markdown, refusing private, loopback, link-local, CGNAT and metadata
+addresses after resolving the name and connecting only to the checked address; ``WebSearch``
+searches through a :class:`SearchBackend`; ``AskUser`` suspends the turn with a question;
 ``TodoWrite`` keeps a task list. Each tool carries annotations (read-only, destructive,
 idempotent, open world) and the metadata the permission engine matches rules against.
 ``WebFetch`` and ``WebSearch`` need the ``toolkit`` extra. See ``docs/toolkit.md``.

@@ -377,8 +377,8 @@ class Bash(Tool):
         sandbox: Sandbox | Literal["off"] | None = None,
         name: str = "Bash",
     ) -> None:
-        given: object = sandbox
-        if given is not None and given != "off" and not isinstance(given, Sandbox):
+        known = sandbox is None or sandbox == "off"
+        if not known and not isinstance(sandbox, Sandbox):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
                 f'Bash: sandbox must be a Sandbox(...), None (the default) or "off", not '
                 f"{sandbox!r}"

@@ -156,12 +156,14 @@ def _protected(root: Path, paths: Sequence[str]) -> list[str]:
     out: list[str] = []
     for rel in paths:
         full = os.path.normpath(os.path.join(root, rel))
-        if not os.path.lexists(full) and rel in (".dive", ".git/hooks"):
-            if rel == ".dive" or os.path.isdir(os.path.join(root, ".git")):
-                try:
-                    os.makedirs(full, exist_ok=True)
-                except OSError:
-                    continue
+        creatable = rel == ".dive" or (
+            rel == ".git/hooks" and os.path.isdir(os.path.join(root, ".git"))
+        )
+        if creatable and not os.path.lexists(full):
+            try:
+                os.makedirs(full, exist_ok=True)
+            except OSError:
+                continue
         if not os.path.lexists(full):
             continue
         real = os.path.realpath(full)
