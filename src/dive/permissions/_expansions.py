@@ -271,6 +271,12 @@ class Reader:
                     raise Unbalanced
                 cmd.mark(text[self.pos + 1 : end])  # not quoting: its substitutions run
                 self.pos = end + 1
+            elif c == "$" and nxt == "'":
+                end = self._ansi_end(self.pos)
+                if end >= len(text):
+                    raise Unbalanced
+                cmd.mark(ansi_c(text[self.pos + 2 : end]))
+                self.pos = end + 1
             elif c == '"':
                 self._double(scratch)
             elif c == "`":
