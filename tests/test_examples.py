@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "eval_report.py",
         "otel_console.py",
         "coding_agent.py",
+        "research_team.py",
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
