@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dive"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "redaction": set(),
+    "globs": set(),
     "messages": {"errors"},
     "llm": {"errors", "messages"},
     "turns": {"errors", "messages", "llm"},
@@ -50,11 +51,12 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "prompts",
     },
-    "toolkit": {"errors", "messages", "llm", "turns", "tools"},
+    "toolkit": {"errors", "messages", "llm", "turns", "tools", "globs"},
     # agents as services: the A2A server and client, the AG-UI server (extra ``a2a``)
     "a2a": {"errors", "messages", "llm", "turns", "tools", "sessions", "agent"},
     "agui": {"errors", "messages", "llm", "turns", "tools", "sessions", "agent"},
     "permissions": {
+        "globs",
         "errors",
         "messages",
         "llm",
