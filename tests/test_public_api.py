@@ -284,6 +284,7 @@ EXPORTS: dict[str, list[str]] = {
         "Background",
         "FunctionTool",
         "NoTitlesSchema",
+        "ResumedCall",
         "Suspend",
         "SuspendReason",
         "Tool",

@@ -25,7 +25,7 @@ from dive.agent._run import Run
 from dive.errors import ToolFatalError
 from dive.messages import ToolCall, ToolResult
 from dive.redaction import redact
-from dive.tools import Background, Suspend, Tool, ToolContext, ToolReturn
+from dive.tools import Background, ResumedCall, Suspend, Tool, ToolContext, ToolReturn
 from dive.tracing import ToolCallInfo
 from dive.turns import CallState, PendingToolCall
 
@@ -120,6 +120,7 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
             metadata=output.metadata,
             halts_batch=tool.definition.halts_batch,
             started=True,
+            call_again=output.call_again,
         )
         return ExecResult(
             result=error_result(call, output.prompt), state="waiting", pending=pending
@@ -134,8 +135,10 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
     return ExecResult(result=to_tool_result(call, output), terminal=ends)
 
 
-async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
-    """Run one validated call inside a tool span."""
+async def execute_call(
+    run: Run, tool: Tool, call: ToolCall, value: Any, resumed: ResumedCall | None = None
+) -> ExecResult:
+    """Run one validated call inside a tool span (``resumed``: called again with an answer)."""
     setup = run.setup
     ctx = ToolContext(
         tool_call_id=call.id,
@@ -147,6 +150,7 @@ async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> Exec
         agent_name=run.config.name,
         cancel=setup.cancel,
         emit=run.events.emit_serialized,
+        resumed=resumed,
     )
     tracer = run.config.tracer
     if not run.config.traced:

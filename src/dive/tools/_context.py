@@ -8,21 +8,40 @@ call's batch is open; events emitted after it closed are dropped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
 from dive.messages import EMPTY, JSONValue
+from dive.messages.codec import empty
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:
     from dive.turns import CancelToken
 
-__all__ = ["ToolContext"]
+__all__ = ["ResumedCall", "ToolContext"]
 
 Emit = Callable[[Any], Awaitable[None]]
 
 DepsT = TypeVar("DepsT", default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumedCall:
+    """The answer a call that suspended with ``Suspend(..., call_again=True)`` is resumed with.
+
+    Attributes:
+        answer: the value supplied on resume, as JSON.
+        prompt: the prompt the call suspended with.
+        reason: the reason it suspended with.
+        metadata: the metadata it suspended with (what the tool needs to go on).
+    """
+
+    answer: JSONValue
+    prompt: str = ""
+    reason: Literal["input_required", "auth_required", "approval_required"] = "input_required"
+    metadata: Mapping[str, JSONValue] = field(default_factory=empty)
 
 
 class ToolContext(Generic[DepsT]):
@@ -36,6 +55,8 @@ class ToolContext(Generic[DepsT]):
         values: shared untyped values of the invocation (``run(values=...)``).
         tool_call_id, tool_name, turn_id, session_id, agent_name: where the call runs.
         attempt: the attempt number (retries of idempotent tools start again at 1).
+        resumed: set when the tool is called again on resume (``Suspend(call_again=True)``):
+            the answer and what the call suspended with; None on a first call.
     """
 
     __slots__ = (
@@ -45,6 +66,7 @@ class ToolContext(Generic[DepsT]):
         "attempt",
         "closed",
         "deps",
+        "resumed",
         "session_id",
         "tool_call_id",
         "tool_name",
@@ -64,8 +86,10 @@ class ToolContext(Generic[DepsT]):
         cancel: CancelToken | None = None,
         emit: Emit | None = None,
         deps: Any = None,
+        resumed: ResumedCall | None = None,
     ) -> None:
         self.deps: DepsT = deps
+        self.resumed = resumed
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
         self.turn_id = turn_id

@@ -88,12 +88,23 @@ class Suspend:
 
     ``Suspend("Which account?", reason="input_required", metadata={...})``: the prompt is
     positional, the rest keyword-only.
+
+    Attributes:
+        prompt: what the call waits for, shown to whoever answers it.
+        reason: ``input_required``, ``auth_required`` or ``approval_required``.
+        metadata: JSON details for the answering side (kept in the pending call).
+        call_again: by default the value supplied on resume *is* the call's result. With
+            ``call_again=True`` the tool is called again instead, with the same input and
+            the supplied value in ``ctx.resumed``; what that call returns is the result (it
+            may suspend again). For a tool that must hand the answer to something else, as
+            an MCP server's elicitation is answered by re-sending the call.
     """
 
     prompt: str
     _: KW_ONLY
     reason: SuspendReason = "input_required"
     metadata: Mapping[str, JSONValue] = field(default_factory=empty)
+    call_again: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
