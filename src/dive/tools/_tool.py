@@ -74,12 +74,15 @@ class ToolReturn:
         display: a rendering for people (UIs), not sent to the model.
         is_error: the call failed (the model sees an error result).
         terminal: end the turn once this batch is done, like a ``terminal`` tool's success.
+        structured: a JSON value kept as the result's ``structured`` beside ``content`` (an
+            MCP tool's ``structuredContent``); None keeps what ``content`` gives.
     """
 
     content: Any
     display: str | None = None
     is_error: bool = False
     terminal: bool = False
+    structured: JSONValue = None
 
 
 @dataclass(frozen=True, slots=True)
