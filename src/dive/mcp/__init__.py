@@ -13,7 +13,9 @@ See ``docs/mcp.md``: transports, naming and governance, results, list changes, r
 elicitation (suspend and resume across processes), config files, OAuth and ``as_mcp_server``.
 """
 
+from dive.mcp._config import load_config
 from dive.mcp._errors import MCPConfigError, MCPConnectionError
+from dive.mcp._serve import as_mcp_server
 from dive.mcp._server import MCPServer
 from dive.mcp._tool import MCPTool
 from dive.mcp._transports import MCPServerHTTP, MCPServerSSE, MCPServerStdio
@@ -26,6 +28,8 @@ __all__ = [
     "MCPServerSSE",
     "MCPServerStdio",
     "MCPTool",
+    "as_mcp_server",
+    "load_config",
 ]
 
 from dive._public import publish as _publish
