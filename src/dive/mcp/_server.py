@@ -90,6 +90,17 @@ class MCPServer(abc.ABC):
         """True while a connection from the running event loop is open."""
         return self._conn is not None and self._conn.usable()
 
+    @property
+    def tools_changed(self) -> bool:
+        """True when the server said its tools changed since they were last listed (or they
+        were never listed): the next ``tools()`` lists them again.
+
+        A change notice travels apart from the call that made it (on HTTP, another stream),
+        so it can arrive just after that call's result: the model call right after may
+        still see the old list, and the next one sees the new.
+        """
+        return self._stale
+
     async def tools(self, ctx: ToolContext[Any] | None = None) -> Sequence[Tool]:
         """The server's tools as dive tools (listed again after a change or a reconnect)."""
         conn = await self._connection()
