@@ -269,7 +269,7 @@ class AgentEntry(Entry):
             answer = answers.get(call_id)
             value = read_answer(shape, answer) if answer is not None else None
             results[call_id] = (
-                value if value is not None else ToolReturn("The user did not answer.", is_error=True)
+                value if value is not None else ToolReturn(content="The user did not answer.", is_error=True)
             )
         result = await self.agent.run(
             history=history, suspension=suspension, tool_results=results, session=None
