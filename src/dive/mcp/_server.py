@@ -78,6 +78,10 @@ class MCPServer(abc.ABC):
     def describe(self) -> str:
         """How the server is reached, for messages (a command line or a URL)."""
 
+    def _failure_hint(self) -> str:
+        """More about why connecting failed, when the transport knows (an HTTP 401)."""
+        return ""
+
     # --- the Toolset ----------------------------------------------------------------------------
 
     @property
@@ -265,7 +269,7 @@ class MCPServer(abc.ABC):
         except Exception as exc:
             raise MCPConnectionError(
                 f'could not connect to MCP server "{self.name}" ({self.describe()}): '
-                f"{exception_text(exc)}",
+                f"{exception_text(exc)}{self._failure_hint()}",
                 server=self.name,
             ) from exc
 

@@ -98,15 +98,34 @@ class MCPServerHTTP(MCPServer):
         self.url = url
         self.headers = dict(headers or {})
         self.auth = auth
+        self._refused: int | None = None
 
     def _target(self) -> Any:
         return self._transport()
 
+    async def _note_status(self, response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            self._refused = response.status_code
+        elif response.is_success:
+            self._refused = None
+
+    def _failure_hint(self) -> str:
+        if self._refused is None:
+            return ""
+        return (
+            f" (HTTP {self._refused}: the server wants authorization; pass auth=, such as the "
+            "MCP SDK's OAuthClientProvider, or an Authorization header in headers=)"
+        )
+
     @asynccontextmanager
     async def _transport(self) -> AsyncIterator[Any]:
+        self._refused = None
         async with (
             httpx2.AsyncClient(
-                headers=self.headers, auth=self.auth, timeout=_timeout(self.timeout)
+                headers=self.headers,
+                auth=self.auth,
+                timeout=_timeout(self.timeout),
+                event_hooks={"response": [self._note_status]},
             ) as http,
             streamable_http_client(self.url, http_client=http) as streams,
         ):
