@@ -42,7 +42,9 @@ _TYPES = {
 }
 
 
-def expand(text: str, *, source: str, environ: Mapping[str, str] | None = None) -> str:
+def expand(
+    text: str, *, source: str, where: str = "", environ: Mapping[str, str] | None = None
+) -> str:
     """``text`` with ``${VAR}`` and ``${VAR:-default}`` replaced from the environment."""
     env = os.environ if environ is None else environ
 
@@ -53,8 +55,9 @@ def expand(text: str, *, source: str, environ: Mapping[str, str] | None = None) 
             return value
         if default is not None:
             return default
+        at = f"{source}: {where}" if where else source
         raise MCPConfigError(
-            f"{source}: ${{{name}}} is not set; set it, or write ${{{name}:-default}}",
+            f"{at}: ${{{name}}} is not set; set it, or write ${{{name}:-default}}",
             source=source,
         )
 
@@ -63,7 +66,7 @@ def expand(text: str, *, source: str, environ: Mapping[str, str] | None = None) 
 
 def _expanded(value: Any, where: str, source: str) -> Any:
     if isinstance(value, str):
-        return expand(value, source=f"{source}: {where}")
+        return expand(value, source=source, where=where)
     if isinstance(value, list):
         items = cast("list[Any]", value)
         return [_expanded(v, f"{where}[{i}]", source) for i, v in enumerate(items)]
