@@ -78,7 +78,9 @@ def fetch(url: str) -> str:
 @mcp.tool()
 def fail(reason: str = "boom") -> CallToolResult:
     """Always fail (an isError result)."""
-    return CallToolResult(content=[TextContent(type="text", text=f"failed: {reason}")], is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"failed: {reason}")], is_error=True
+    )
 
 
 @mcp.tool()
@@ -91,12 +93,18 @@ def picture() -> Image:
 def media() -> list[object]:
     """Audio, an embedded text resource and a resource link."""
     return [
-        AudioContent(type="audio", data=base64.b64encode(b"RIFF0000WAVE").decode(), mime_type="audio/wav"),
+        AudioContent(
+            type="audio", data=base64.b64encode(b"RIFF0000WAVE").decode(), mime_type="audio/wav"
+        ),
         EmbeddedResource(
             type="resource",
-            resource=TextResourceContents(uri="file:///notes.txt", text="the notes", mime_type="text/plain"),
+            resource=TextResourceContents(
+                uri="file:///notes.txt", text="the notes", mime_type="text/plain"
+            ),
         ),
-        ResourceLink(type="resource_link", uri="file:///big.csv", name="big.csv", mime_type="text/csv"),
+        ResourceLink(
+            type="resource_link", uri="file:///big.csv", name="big.csv", mime_type="text/csv"
+        ),
     ]
 
 
@@ -157,7 +165,9 @@ async def _confirm(path: str) -> Elicit[Confirm]:
 
 
 @mcp.tool()
-async def delete(path: str, confirm: Annotated[ElicitationResult[Confirm], Resolve(_confirm)]) -> str:
+async def delete(
+    path: str, confirm: Annotated[ElicitationResult[Confirm], Resolve(_confirm)]
+) -> str:
     """Delete a path once the user confirms."""
     if isinstance(confirm, AcceptedElicitation) and confirm.data.ok:
         _effect(f"deleted {path}")
@@ -171,7 +181,13 @@ async def connect_account(ctx: Context) -> str:
     if not os.environ.get("MCP_FIXTURE_SIGNED_IN"):
         os.environ["MCP_FIXTURE_SIGNED_IN"] = "1"
         raise UrlElicitationRequiredError(
-            [ElicitRequestURLParams(message="Sign in to connect", url="https://example.test/login", elicitation_id="e1")]
+            [
+                ElicitRequestURLParams(
+                    message="Sign in to connect",
+                    url="https://example.test/login",
+                    elicitation_id="e1",
+                )
+            ]
         )
     return "connected"
 

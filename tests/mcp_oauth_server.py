@@ -17,6 +17,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    IdentityAssertionParams,
     RefreshToken,
     TokenVerifier,
     construct_redirect_uri,
@@ -43,7 +44,9 @@ class ConsentingProvider:
         assert client_info.client_id is not None
         self.clients[client_info.client_id] = client_info
 
-    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+    async def authorize(
+        self, client: OAuthClientInformationFull, params: AuthorizationParams
+    ) -> str:
         assert client.client_id is not None
         code = AuthorizationCode(
             code=secrets.token_hex(12),
@@ -80,7 +83,9 @@ class ConsentingProvider:
     async def load_access_token(self, token: str) -> AccessToken | None:
         return self.tokens.get(token)
 
-    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
         return None
 
     async def exchange_refresh_token(
@@ -90,6 +95,11 @@ class ConsentingProvider:
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         self.tokens.pop(token.token, None)
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
+    ) -> OAuthToken:
+        raise NotImplementedError
 
 
 class StaticToken(TokenVerifier):
@@ -112,7 +122,9 @@ def main() -> None:
         ),
     )
     if kind == "oauth":
-        mcp = MCPServer("secure", auth=settings, auth_server_provider=ConsentingProvider(), log_level="CRITICAL")
+        mcp = MCPServer(
+            "secure", auth=settings, auth_server_provider=ConsentingProvider(), log_level="CRITICAL"
+        )
     else:
         mcp = MCPServer("secure", auth=settings, token_verifier=StaticToken(), log_level="CRITICAL")
 

@@ -9,7 +9,7 @@ import base64
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from mcp import Client, types
@@ -17,7 +17,7 @@ from mcp import Client, types
 from dive import Agent
 from dive.agent import AgentEvent, HookContext, Hooks, RunResult
 from dive.mcp import MCPConnectionError, MCPServer, MCPServerStdio, MCPTool
-from dive.messages import ImageBlock, TextBlock, ToolResult
+from dive.messages import Base64Source, ImageBlock, TextBlock, ToolResult
 from dive.permissions import PermissionConfig, permission_policy
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
@@ -41,7 +41,9 @@ def make_server(kind: str, http: HTTPFixture, *, protocol: str = "auto") -> MCPS
 
 
 @pytest.fixture
-async def server(request: pytest.FixtureRequest, http_fixture: HTTPFixture) -> AsyncIterator[MCPServer]:
+async def server(
+    request: pytest.FixtureRequest, http_fixture: HTTPFixture
+) -> AsyncIterator[MCPServer]:
     kind, _, mode = str(request.param).partition("-")
     srv = make_server(kind, http_fixture, protocol="legacy" if mode == "legacy" else "auto")
     async with srv:
@@ -65,7 +67,9 @@ def agent_on(srv: MCPServer, script: list[ScriptItem], **kw: Any) -> tuple[Agent
 
 
 @pytest.mark.parametrize("server", KINDS, indirect=True)
-async def test_tools_keep_their_schemas_and_map_annotations_to_governance(server: MCPServer) -> None:
+async def test_tools_keep_their_schemas_and_map_annotations_to_governance(
+    server: MCPServer,
+) -> None:
     tools = by_name(await server.tools())
     assert {"mcp__fx__echo", "mcp__fx__add", "mcp__fx__delete", "mcp__fx__grow"} <= set(tools)
     async with Client(
@@ -84,7 +88,8 @@ async def test_tools_keep_their_schemas_and_map_annotations_to_governance(server
     assert add.annotations.open_world is False
     assert fetch.definition.effect_type == "external_side_effect"  # openWorldHint
     assert fail.definition.effect_type is None  # nothing said: unknown stays unknown
-    assert fail.annotations.read_only is None and fail.annotations.destructive is None
+    assert fail.annotations.read_only is None
+    assert fail.annotations.destructive is None
     assert "Echo the text back." in echo.definition.description
 
 
@@ -123,13 +128,17 @@ async def test_an_agent_calls_tools_and_sees_text_structured_error_and_image_res
     run = await agent.run("go")
     assert run.status == "completed", run.error
     got = results(run)
-    assert got["e"].text == "hello" and not got["e"].is_error
+    assert got["e"].text == "hello"
+    assert not got["e"].is_error
     assert got["w"].structured == {"city": "Oslo", "celsius": 21.5}  # structuredContent kept
-    assert got["f"].is_error and got["f"].text == "failed: no disk"  # isError
+    assert got["f"].is_error
+    assert got["f"].text == "failed: no disk"
     [image] = got["p"].content
     assert isinstance(image, ImageBlock)
-    assert image.source.media_type == "image/png"  # pyright: ignore[reportAttributeAccessIssue]
-    assert base64.b64decode(image.source.data).startswith(b"\x89PNG")  # pyright: ignore[reportAttributeAccessIssue]
+    source = image.source
+    assert isinstance(source, Base64Source)
+    assert source.media_type == "image/png"
+    assert base64.b64decode(source.data).startswith(b"\x89PNG")
     assert got["bad"].is_error  # dive checks the schema before sending
     sent = {t.name for t in model.requests[0].tools}
     assert "mcp__fx__echo" in sent
@@ -138,16 +147,21 @@ async def test_an_agent_calls_tools_and_sees_text_structured_error_and_image_res
 async def test_audio_embedded_resources_and_links_become_blocks() -> None:
     async with stdio_server() as srv:
         out = await srv.call_tool("media", {})
-    assert isinstance(out, ToolReturn) and not out.is_error
+    assert isinstance(out, ToolReturn)
+    assert not out.is_error
     audio, resource, link = out.content
-    assert isinstance(audio, TextBlock) and "audio (audio/wav, 12 bytes)" in audio.text
+    assert isinstance(audio, TextBlock)
+    assert "audio (audio/wav, 12 bytes)" in audio.text
     assert resource == TextBlock(text="[resource file:///notes.txt]\nthe notes")
-    assert isinstance(link, TextBlock) and link.text.startswith("[resource link file:///big.csv big.csv")
+    assert isinstance(link, TextBlock)
+    assert link.text.startswith("[resource link file:///big.csv big.csv")
 
 
 async def test_progress_notifications_become_tool_progress_events() -> None:
     async with stdio_server() as srv:
-        agent, _ = agent_on(srv, [tool_use(call("mcp__fx__slow", {"steps": 3}, id="s")), text("ok")])
+        agent, _ = agent_on(
+            srv, [tool_use(call("mcp__fx__slow", {"steps": 3}, id="s")), text("ok")]
+        )
         events: list[AgentEvent] = []
         run = await agent.run("go", on_event=events.append)
     assert results(run)["s"].text == "3 steps done"
@@ -158,7 +172,9 @@ async def test_progress_notifications_become_tool_progress_events() -> None:
 
 
 @pytest.mark.parametrize("server", ["stdio", "stdio-legacy", "http", "http-legacy"], indirect=True)
-async def test_a_list_change_refreshes_the_tools_before_the_next_model_call(server: MCPServer) -> None:
+async def test_a_list_change_refreshes_the_tools_before_the_next_model_call(
+    server: MCPServer,
+) -> None:
     tool_name = f"made_{os.getpid()}_{id(server) % 10_000}"
 
     async def notice_arrived(ctx: HookContext) -> None:
@@ -193,7 +209,7 @@ async def test_a_list_change_refreshes_the_tools_before_the_next_model_call(serv
 async def _pid(srv: MCPServer) -> int:
     out = await srv.call_tool("pid", {})
     assert isinstance(out, ToolReturn), out
-    return int(out.structured["result"])  # pyright: ignore[reportArgumentType,reportIndexIssue,reportCallIssue]
+    return cast("dict[str, int]", out.structured)["result"]
 
 
 async def test_a_stdio_server_killed_during_a_call_is_reported_and_the_next_call_reconnects(
@@ -213,7 +229,7 @@ async def test_a_stdio_server_killed_during_a_call_is_reported_and_the_next_call
         )
 
         async def kill_when_started() -> None:
-            while not effects.exists():
+            while not effects.exists():  # noqa: ASYNC110 - another process writes it
                 await asyncio.sleep(0.02)
             os.kill(pid, signal.SIGKILL)
 
@@ -234,7 +250,9 @@ async def test_a_stdio_server_killed_while_idle_is_restarted_before_it_is_used()
         pid = await _pid(srv)
         os.kill(pid, signal.SIGKILL)
         await asyncio.sleep(0.3)  # the client sees the pipe close
-        agent, _ = agent_on(srv, [tool_use(call("mcp__fx__echo", {"text": "hi"}, id="e")), text("ok")])
+        agent, _ = agent_on(
+            srv, [tool_use(call("mcp__fx__echo", {"text": "hi"}, id="e")), text("ok")]
+        )
         run = await agent.run("go")
         assert results(run)["e"].text == "hi"  # nothing was sent to the dead process
         assert await _pid(srv) != pid
@@ -250,11 +268,12 @@ async def test_an_http_server_killed_during_a_call_is_reported_and_reconnected_w
         async with srv:
             before = await _pid(srv)
             call_task = asyncio.ensure_future(srv.call_tool("hang", {"seconds": 60}))
-            while not effects.exists():
+            while not effects.exists():  # noqa: ASYNC110 - another process writes it
                 await asyncio.sleep(0.02)
             fx.kill()
             out = await asyncio.wait_for(call_task, 30)
-            assert isinstance(out, ToolReturn) and out.is_error
+            assert isinstance(out, ToolReturn)
+            assert out.is_error
             assert 'MCP server "fx" was lost during the call to "hang"' in str(out.content)
             fx.start()  # the same port again
             assert await _pid(srv) != before
@@ -282,7 +301,8 @@ async def test_an_elicitation_suspends_the_turn_and_the_answer_is_sent_with_the_
     [pending] = first.turn.suspension.pending_tool_calls
     assert (pending.id, pending.reason, pending.prompt) == ("d", "input_required", "Delete /tmp/x?")
     meta = dict(pending.metadata)
-    assert meta["type"] == "mcp_elicitation" and meta["server"] == "fx"
+    assert meta["type"] == "mcp_elicitation"
+    assert meta["server"] == "fx"
     assert meta["message"] == "Delete /tmp/x?"
     assert _thaw(meta["requested_schema"])["properties"]["ok"]["type"] == "boolean"
     assert len(model.requests) == 1
@@ -343,9 +363,11 @@ async def test_permission_rules_name_mcp_tools() -> None:
         run = await agent.run("go")
     got = results(run)
     assert got["e"].text == "a"
-    assert got["a"].is_error and "add" in got["a"].text
+    assert got["a"].is_error
+    assert "add" in got["a"].text
     records = {r.id: r for r in run.turn.tool_calls}
-    assert records["e"].origin == "mcp:fx" and records["e"].effect == "read_only"
+    assert records["e"].origin == "mcp:fx"
+    assert records["e"].effect == "read_only"
 
 
 async def test_prompts_and_resources_are_listed_and_read() -> None:
@@ -358,7 +380,8 @@ async def test_prompts_and_resources_are_listed_and_read() -> None:
         assert [str(r.uri) for r in resources] == ["file:///notes.txt"]
         read = await srv.read_resource("file:///notes.txt")
     [contents] = read.contents
-    assert isinstance(contents, types.TextResourceContents) and contents.text == "the notes"
+    assert isinstance(contents, types.TextResourceContents)
+    assert contents.text == "the notes"
 
 
 async def test_a_server_that_cannot_start_ends_the_turn_with_an_error_naming_it() -> None:
@@ -375,7 +398,8 @@ async def test_the_connection_is_lazy_and_closes_with_aclose() -> None:
     srv = stdio_server()
     assert not srv.connected
     tools = await srv.tools()  # the first use connects
-    assert srv.connected and tools
+    assert srv.connected
+    assert tools
     pid = await _pid(srv)
     await srv.aclose()
     assert not srv.connected
@@ -383,4 +407,3 @@ async def test_the_connection_is_lazy_and_closes_with_aclose() -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert await _pid(srv) != pid  # used again: a new process
-

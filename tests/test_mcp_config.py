@@ -47,8 +47,10 @@ def test_the_common_format_with_expansion(tmp_path: Path, monkeypatch: pytest.Mo
     assert (fs.command, fs.args, fs.env) == ("npx", ("-y", "server-fs", "secret"), {"K": "secret"})
     assert isinstance(api, MCPServerHTTP)
     assert api.headers == {"Authorization": "Bearer dev", "X": "fallback"}
-    assert isinstance(old, MCPServerSSE) and old.timeout == 5.0
-    assert isinstance(bare, MCPServerHTTP) and bare.url == "https://z/mcp"
+    assert isinstance(old, MCPServerSSE)
+    assert old.timeout == 5.0
+    assert isinstance(bare, MCPServerHTTP)
+    assert bare.url == "https://z/mcp"
     assert not any(s.connected for s in servers.values())
 
 
@@ -71,7 +73,10 @@ async def test_a_loaded_stdio_server_connects(tmp_path: Path) -> None:
         ({"mcpServers": {"a": {"type": "ws", "url": "u"}}}, "not one of stdio, http, sse"),
         ({"mcpServers": {"a": {}}}, "needs a 'command'"),
         ({"mcpServers": {"a": {"command": "x", "enviroment": {}}}}, "enviroment"),
-        ({"mcpServers": {"a": {"command": "x", "env": {"A": "${NOPE_NOT_SET}"}}}}, "${NOPE_NOT_SET} is not set"),
+        (
+            {"mcpServers": {"a": {"command": "x", "env": {"A": "${NOPE_NOT_SET}"}}}},
+            "${NOPE_NOT_SET} is not set",
+        ),
         ({"mcpServers": {"a__b": {"command": "x"}}}, "MCP server name 'a__b' is invalid"),
         ({"mcpServers": {"a": {"url": "u", "timeout": -1}}}, "timeout must be a number"),
     ],
@@ -92,7 +97,8 @@ def test_a_missing_file_is_refused(tmp_path: Path) -> None:
 def test_tool_names_fit_dive_and_stay_distinct() -> None:
     assert dive_tool_name("gh", "create_issue") == "mcp__gh__create_issue"
     dotted, slashed = dive_tool_name("gh", "a.b"), dive_tool_name("gh", "a/b")
-    assert dotted.startswith("mcp__gh__a_b_") and dotted != slashed
+    assert dotted.startswith("mcp__gh__a_b_")
+    assert dotted != slashed
     long = dive_tool_name("server", "x" * 80)
     assert len(long) == 64
     assert long != dive_tool_name("server", "x" * 81)

@@ -16,7 +16,12 @@ from urllib.parse import parse_qs, urlsplit
 import httpx2
 import pytest
 from mcp.client.auth import OAuthClientProvider
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 from pydantic import AnyUrl
 
 from dive import Agent
@@ -93,7 +98,9 @@ class Browser:
             response = await http.get(url, follow_redirects=False)
         assert response.status_code == 302, response.text
         query = parse_qs(urlsplit(response.headers["location"]).query)
-        self.result = AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0])
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0], state=query.get("state", [None])[0]
+        )
 
     async def callback(self) -> AuthorizationCodeResult:
         return self.result
@@ -122,14 +129,17 @@ async def test_the_oauth_flow_runs_when_the_server_demands_it(oauth_url: str) ->
         run = await Agent(model=model, toolsets=[srv]).run("who am I?")
     assert run.status == "completed", run.error
     [result] = [r for m in run.turn.messages if (r := m.tool_result) is not None]
-    assert storage.client is not None and result.text == storage.client.client_id
-    assert storage.tokens is not None and len(browser.visits) == 1
+    assert storage.client is not None
+    assert result.text == storage.client.client_id
+    assert storage.tokens is not None
+    assert len(browser.visits) == 1
 
     # a new connection reuses the stored token: no second authorization
     again = MCPServerHTTP("secure", oauth_url, auth=oauth(oauth_url, storage, browser))
     async with again:
         out = await again.call_tool("whoami", {})
-    assert isinstance(out, ToolReturn) and not out.is_error
+    assert isinstance(out, ToolReturn)
+    assert not out.is_error
     assert len(browser.visits) == 1
 
 
@@ -137,7 +147,8 @@ async def test_a_static_bearer_token_goes_in_the_headers(bearer_url: str) -> Non
     good = MCPServerHTTP("secure", bearer_url, headers={"Authorization": "Bearer let-me-in"})
     async with good:
         out = await good.call_tool("whoami", {})
-    assert isinstance(out, ToolReturn) and out.structured == {"result": "static"}
+    assert isinstance(out, ToolReturn)
+    assert out.structured == {"result": "static"}
 
 
 async def test_a_server_refusing_the_client_is_an_error_naming_it(bearer_url: str) -> None:

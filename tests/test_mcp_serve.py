@@ -74,8 +74,8 @@ class Answers:
         self.asked: list[types.ElicitRequestParams] = []
 
     async def __call__(
-        self, ctx: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult:
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
         self.asked.append(params)
         for key, content in self.by_message.items():
             if key in params.message:
@@ -100,9 +100,11 @@ async def test_dive_tools_are_served_with_their_schemas_and_results() -> None:
         assert got.structured_content == {"city": "Oslo", "rain": True}
         assert not got.is_error
         failed = await client.call_tool("broken", {})
-        assert failed.is_error and text_of(failed) == "no such thing"
+        assert failed.is_error
+        assert text_of(failed) == "no such thing"
         bad = await client.call_tool("forecast", {"days": 2})
-        assert bad.is_error and "city" in text_of(bad)
+        assert bad.is_error
+        assert "city" in text_of(bad)
         confirmed = await client.call_tool("confirm", {"action": "delete"})
     assert text_of(confirmed) == "delete: {'sure': True}"
     [asked] = answers.asked
@@ -128,7 +130,7 @@ async def test_an_agent_served_over_stdio_asks_the_client_and_answers(mode: str)
         result = await client.call_tool("helper", {"prompt": "pick a colour and save it"})
     assert not result.is_error, result
     assert text_of(result) == "blue; saved colour"
-    assert [p.message for p in answers.asked][0] == "Which colour?"
+    assert next(p.message for p in answers.asked) == "Which colour?"
     assert answers.asked[1].message.startswith('Approve calling "save"')
 
 
@@ -166,9 +168,11 @@ async def test_an_agent_served_over_http_suspends_into_an_input_required_result(
             "helper", {"prompt": "pick a colour"}, allow_input_required=True
         )
         assert isinstance(first, types.InputRequiredResult)  # nothing waits on the server
-        assert first.input_requests is not None and first.request_state
+        assert first.input_requests is not None
+        assert first.request_state
         [(key, request)] = first.input_requests.items()
-        assert key == "q" and isinstance(request, types.ElicitRequest)
+        assert key == "q"
+        assert isinstance(request, types.ElicitRequest)
         assert request.params.message == "Which colour?"
         second = await session.call_tool(
             "helper",
@@ -178,9 +182,11 @@ async def test_an_agent_served_over_http_suspends_into_an_input_required_result(
             request_state=first.request_state,
         )
         assert isinstance(second, types.InputRequiredResult)
-        assert second.input_requests is not None and second.request_state
+        assert second.input_requests is not None
+        assert second.request_state
         [(key2, approval)] = second.input_requests.items()
-        assert key2 == "w" and isinstance(approval.params, types.ElicitRequestFormParams)
+        assert key2 == "w"
+        assert isinstance(approval.params, types.ElicitRequestFormParams)
         assert "approved" in approval.params.requested_schema["properties"]
         done = await session.call_tool(
             "helper",

@@ -16,11 +16,12 @@ What a call can come back with, and what the model (or the person) gets:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mcp import MCPError, types
+from mcp.shared.dispatcher import ProgressFnT
 
 from dive.mcp._connection import Connection, exception_text
 from dive.mcp._content import to_tool_return
@@ -93,7 +94,7 @@ def _is_lost(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not isinstance(exc, ValueError | TypeError)
 
 
-def _progress(spec: CallSpec) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+def _progress(spec: CallSpec) -> ProgressFnT:
     async def report(progress: float, total: float | None, message: str | None) -> None:
         display = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
         meta: dict[str, JSONValue] = {"progress": progress, "server": spec.server}
@@ -135,13 +136,14 @@ async def _send(
     conn: Connection, spec: CallSpec, slot: CallSlot, seed: dict[str, Any]
 ) -> types.CallToolResult | types.InputRequiredResult:
     session = conn.client.session
-    task = asyncio.ensure_future(
+    task: asyncio.Future[types.CallToolResult | types.InputRequiredResult] = asyncio.ensure_future(
         session.call_tool(
             spec.tool,
             spec.arguments,
             progress_callback=_progress(spec),
+            input_responses=seed.get("input_responses"),
+            request_state=seed.get("request_state"),
             allow_input_required=True,
-            **seed,
         )
     )
     slot.task = task
@@ -241,4 +243,3 @@ def lost_text(server: str, tool: str, reason: str) -> str:
         f'MCP server "{server}" was lost during the call to "{tool}" ({reason}). The call may '
         "have taken effect; dive did not send it again, and reconnects on the next call."
     )
-

@@ -89,7 +89,9 @@ def _strings(value: Any, what: str, source: str) -> dict[str, str]:
 def _timeout(spec: Mapping[str, Any], where: str, source: str) -> float:
     value = spec.get("timeout", 30.0)
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise MCPConfigError(f"{source}: {where}.timeout must be a number of seconds > 0", source=source)
+        raise MCPConfigError(
+            f"{source}: {where}.timeout must be a number of seconds > 0", source=source
+        )
     return float(value)
 
 
@@ -119,7 +121,9 @@ def _server(name: str, spec: Any, source: str) -> MCPServer:
         command, args = spec.get("command"), spec.get("args", [])
         if not isinstance(command, str) or not command:
             raise MCPConfigError(f"{source}: {where}.command must be a string", source=source)
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in cast("list[Any]", args)):
+        if not isinstance(args, list) or not all(
+            isinstance(a, str) for a in cast("list[Any]", args)
+        ):
             raise MCPConfigError(f"{source}: {where}.args must be a list of strings", source=source)
         cwd = spec.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
@@ -156,13 +160,18 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, MCPServer]:
     except FileNotFoundError:
         raise MCPConfigError(f"MCP config file {source} does not exist", source=source) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise MCPConfigError(f"cannot read MCP config file {source}: {exc}", source=source) from None
+        raise MCPConfigError(
+            f"cannot read MCP config file {source}: {exc}", source=source
+        ) from None
     except json.JSONDecodeError as exc:
         raise MCPConfigError(
             f"MCP config file {source} is not JSON: {exc.msg} at line {exc.lineno}",
             source=source,
         ) from None
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    root: Any = data
+    servers: Any = (
+        cast("dict[str, Any]", root).get("mcpServers") if isinstance(root, dict) else None
+    )
     if not isinstance(servers, dict):
         raise MCPConfigError(
             f'{source}: expected an object with "mcpServers": {{"<name>": {{...}}}}',

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp import Client
 
@@ -71,10 +72,16 @@ class Connection:
 
 def exception_text(exc: BaseException) -> str:
     """A one-line reason, looking inside exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    current = _innermost(exc)
+    text = str(current).strip()
+    name = type(current).__name__
+    return f"{name}: {text}" if text else name
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    inner: Sequence[Any] = getattr(exc, "exceptions", None) or ()
+    first: Any = inner[0] if inner else None
+    return _innermost(first) if isinstance(first, BaseException) else exc
 
 
 async def _own(
@@ -112,7 +119,7 @@ async def open_connection(
     generation: int,
     make_client: Callable[[], Client],
     *,
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109 - it bounds the handshake only, not the connection
     on_tools_changed: Callable[[], None],
 ) -> Connection:
     """Start an owner task and wait until its client is connected.
@@ -143,4 +150,3 @@ async def open_connection(
 def _lists_changes(client: Client) -> bool:
     tools = client.server_capabilities.tools
     return tools is not None and bool(tools.list_changed)
-

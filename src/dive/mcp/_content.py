@@ -59,9 +59,7 @@ def _resource(item: types.EmbeddedResource) -> Block:
     if media_type in _IMAGE_TYPES:
         return _image(res.blob, media_type)
     if media_type == "application/pdf":
-        return DocumentBlock(
-            source=Base64Source(media_type=media_type, data=res.blob), title=uri
-        )
+        return DocumentBlock(source=Base64Source(media_type=media_type, data=res.blob), title=uri)
     return _note(f"resource {uri}", media_type or "binary", res.blob)
 
 

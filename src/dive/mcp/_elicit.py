@@ -94,9 +94,7 @@ def _suspend(
     return Suspend(message, reason=reason, metadata=meta, call_again=True)
 
 
-def from_input_required(
-    server: str, tool: str, result: types.InputRequiredResult
-) -> Suspend | str:
+def from_input_required(server: str, tool: str, result: types.InputRequiredResult) -> Suspend | str:
     """The suspension an input-required result asks for, or why dive cannot answer it."""
     requests: dict[str, dict[str, Any]] = {}
     for key, request in (result.input_requests or {}).items():

@@ -41,7 +41,8 @@ class _DiveServer(SDKServer[Any]):
     """An SDK server whose tools are dive's."""
 
     def __init__(self, name: str, entries: Sequence[Entry], options: Mapping[str, Any]) -> None:
-        super().__init__(name, **{"log_level": "WARNING", **options})
+        settings: dict[str, Any] = {"log_level": "WARNING", **options}
+        super().__init__(name, **settings)
         self._entries = {e.definition.name: e for e in entries}
         if len(self._entries) != len(entries):
             raise ValueError("two served tools have the same name; tool names must be unique")
@@ -159,7 +160,7 @@ def as_mcp_server(
     from dive.agent import Agent
 
     if isinstance(tools_or_agent, Agent):
-        agent = cast("Agent[Any, Any]", tools_or_agent)
+        agent = tools_or_agent
         tool_name = agent.name if agent.name and agent.name.isidentifier() else name
         entries: list[Entry] = [AgentEntry(agent, tool_name)]
     else:

@@ -56,8 +56,12 @@ class Ask:
 Outcome = types.CallToolResult | Ask
 
 
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
 def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return types.CallToolResult(content=_text(text), is_error=True)
 
 
 def _content(block: Any) -> types.ContentBlock:
@@ -67,7 +71,9 @@ def _content(block: Any) -> types.ContentBlock:
     if isinstance(block, DocumentBlock) and isinstance(block.source, Base64Source):
         src = block.source
         resource = types.BlobResourceContents(
-            uri=f"dive:document/{block.title or 'document'}", blob=src.data, mime_type=src.media_type
+            uri=f"dive:document/{block.title or 'document'}",
+            blob=src.data,
+            mime_type=src.media_type,
         )
         return types.EmbeddedResource(type="resource", resource=resource)
     if isinstance(block, TextBlock):
@@ -83,23 +89,30 @@ def to_result(output: Any, *, is_error: bool = False) -> types.CallToolResult:
             inner.structured_content = output.structured
         return inner
     if isinstance(output, str):
-        content = [types.TextContent(type="text", text=output)] if output else []
+        content: list[types.ContentBlock] = (
+            [types.TextContent(type="text", text=output)] if output else []
+        )
         return types.CallToolResult(content=content, is_error=is_error)
     if isinstance(output, TextBlock | ImageBlock | DocumentBlock):
         return types.CallToolResult(content=[_content(output)], is_error=is_error)
-    if isinstance(output, list | tuple) and all(
-        isinstance(b, TextBlock | ImageBlock | DocumentBlock) for b in cast("list[Any]", output)
-    ) and output:
+    if (
+        isinstance(output, list | tuple)
+        and all(
+            isinstance(b, TextBlock | ImageBlock | DocumentBlock) for b in cast("list[Any]", output)
+        )
+        and output
+    ):
         blocks = cast("list[Any]", output)
         return types.CallToolResult(content=[_content(b) for b in blocks], is_error=is_error)
-    data: Any = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    value = cast(Any, output)
+    data: Any = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
     try:
         text = json.dumps(data, ensure_ascii=False)
     except (TypeError, ValueError):
-        return _error(f"the tool returned a {type(output).__name__}, which cannot be sent")
-    structured = data if isinstance(data, dict) else None
+        return _error(f"the tool returned a {type(value).__name__}, which cannot be sent")
+    structured: Any = cast("dict[str, Any]", data) if isinstance(data, dict) else None
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
+        content=_text(text),
         structured_content=structured,
         is_error=is_error,
     )
@@ -113,7 +126,9 @@ def _form(message: str, schema: Any) -> types.ElicitRequest:
     return types.ElicitRequest(params=params)
 
 
-def ask_for(prompt: str, reason: str, metadata: Mapping[str, JSONValue]) -> tuple[types.ElicitRequest, str]:
+def ask_for(
+    prompt: str, reason: str, metadata: Mapping[str, JSONValue]
+) -> tuple[types.ElicitRequest, str]:
     """The elicitation a suspension asks for, and how its answer is read (its shape)."""
     url = metadata.get("url")
     if reason == "auth_required" and isinstance(url, str):
@@ -124,7 +139,8 @@ def ask_for(prompt: str, reason: str, metadata: Mapping[str, JSONValue]) -> tupl
     schema = metadata.get("requested_schema")
     if isinstance(schema, Mapping):
         request = _form(prompt, schema)
-        if request.params.requested_schema != _ANSWER:
+        params = request.params
+        if isinstance(params, types.ElicitRequestFormParams) and params.requested_schema != _ANSWER:
             return request, "form"
     return _form(prompt, _ANSWER), "answer"
 
@@ -163,15 +179,21 @@ class Entry:
         raise NotImplementedError
 
     async def resume(
-        self, state: Mapping[str, Any], answers: Mapping[str, types.ElicitResult], ctx: ToolContext[Any]
+        self,
+        state: Mapping[str, Any],
+        answers: Mapping[str, types.ElicitResult],
+        ctx: ToolContext[Any],
     ) -> Outcome:
         """The call again, with the answers to what it asked."""
         raise NotImplementedError
 
 
 class ToolEntry(Entry):
-    """A dive tool: a ``Suspend`` becomes a question; the answer is its result, or (with
-    ``call_again``) what the tool returns when called again with it."""
+    """A dive tool; a ``Suspend`` becomes a question.
+
+    The answer is the call's result, or (with ``call_again``) what the tool returns when it
+    is called again with it.
+    """
 
     def __init__(self, tool: Tool) -> None:
         self.tool = tool
@@ -180,7 +202,9 @@ class ToolEntry(Entry):
         self.definition = types.Tool(
             name=d.name,
             description=d.description,
-            input_schema=cast("dict[str, Any]", json.loads(json.dumps(d.input_schema, default=dict))),
+            input_schema=cast(
+                "dict[str, Any]", json.loads(json.dumps(d.input_schema, default=dict))
+            ),
             annotations=types.ToolAnnotations(
                 title=hints.title,
                 read_only_hint=True if d.read_only else hints.read_only,
@@ -216,7 +240,10 @@ class ToolEntry(Entry):
         return await self._run(arguments, ctx)
 
     async def resume(
-        self, state: Mapping[str, Any], answers: Mapping[str, types.ElicitResult], ctx: ToolContext[Any]
+        self,
+        state: Mapping[str, Any],
+        answers: Mapping[str, types.ElicitResult],
+        ctx: ToolContext[Any],
     ) -> Outcome:
         """The answer as the result, or the tool called again with it."""
         answer = answers.get("answer")
@@ -258,7 +285,10 @@ class AgentEntry(Entry):
         return self._outcome(result, [])
 
     async def resume(
-        self, state: Mapping[str, Any], answers: Mapping[str, types.ElicitResult], ctx: ToolContext[Any]
+        self,
+        state: Mapping[str, Any],
+        answers: Mapping[str, types.ElicitResult],
+        ctx: ToolContext[Any],
     ) -> Outcome:
         """Resume the suspended turn with the answers (one per pending call)."""
         suspension = SuspensionState.from_json(json.dumps(state["suspension"]))
@@ -269,12 +299,14 @@ class AgentEntry(Entry):
             answer = answers.get(call_id)
             value = read_answer(shape, answer) if answer is not None else None
             results[call_id] = (
-                value if value is not None else ToolReturn(content="The user did not answer.", is_error=True)
+                value
+                if value is not None
+                else ToolReturn(content="The user did not answer.", is_error=True)
             )
         result = await self.agent.run(
             history=history, suspension=suspension, tool_results=results, session=None
         )
-        return self._outcome(result, history)
+        return self._outcome(result, list(history))
 
     def _outcome(self, result: RunResult[Any], history: list[Message]) -> Outcome:
         if result.status == "completed":

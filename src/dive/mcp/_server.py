@@ -54,7 +54,11 @@ class MCPServer(abc.ABC):
     """
 
     def __init__(
-        self, name: str, *, timeout: float = 30.0, protocol: Literal["auto", "legacy"] | str = "auto"
+        self,
+        name: str,
+        *,
+        timeout: float = 30.0,
+        protocol: Literal["auto", "legacy"] | str = "auto",
     ) -> None:
         self._name = check_server_name(name)
         if not timeout > 0:
@@ -96,8 +100,9 @@ class MCPServer(abc.ABC):
 
     @property
     def tools_changed(self) -> bool:
-        """True when the server said its tools changed since they were last listed (or they
-        were never listed): the next ``tools()`` lists them again.
+        """True when the tools changed (or were never listed) since they were last listed.
+
+        The server said so, or dive reconnected: the next ``tools()`` lists them again.
 
         A change notice travels apart from the call that made it (on HTTP, another stream),
         so it can arrive just after that call's result: the model call right after may
@@ -203,9 +208,7 @@ class MCPServer(abc.ABC):
     async def list_resources(self) -> list[types.Resource]:
         """The server's resources (``mcp.types.Resource``: uri, name, mime type)."""
         conn = await self._connection()
-        return await self._pages(
-            conn, lambda c: conn.client.list_resources(cursor=c), "resources"
-        )
+        return await self._pages(conn, lambda c: conn.client.list_resources(cursor=c), "resources")
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """The contents of resource ``uri`` (text or base64 blobs, with their mime types)."""
@@ -236,8 +239,11 @@ class MCPServer(abc.ABC):
         return self._locks.setdefault(loop, asyncio.Lock())
 
     async def _connection(self) -> Connection:
-        """The open connection, or a new one (a dead one is dropped first: nothing was sent
-        on it by this use, so opening another is not a replay)."""
+        """The open connection, or a new one.
+
+        A dead one is dropped first: nothing was sent on it by this use, so opening another
+        is not a replay.
+        """
         conn = self._conn
         if conn is not None and conn.usable():
             return conn
@@ -288,7 +294,7 @@ class MCPServer(abc.ABC):
         return Client(
             self._target(),
             mode=self.protocol,
-            elicitation_callback=lambda ctx, params: self._on_elicit(gen, ctx, params),
+            elicitation_callback=lambda context, params: self._on_elicit(gen, context, params),
             message_handler=self._on_message,
             client_info=_CLIENT_INFO,
             cache=None,
@@ -323,4 +329,3 @@ class MCPServer(abc.ABC):
             code=types.INVALID_REQUEST,
             message="the client suspended the turn to ask; it will send the call again",
         )
-

@@ -34,9 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MCPTool"]
 
-_KNOWN = frozenset(
-    {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
-)
+_KNOWN = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
 
 
 def _annotations(tool: types.Tool) -> ToolAnnotations:

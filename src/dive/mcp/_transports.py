@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -118,7 +118,7 @@ class MCPServerHTTP(MCPServer):
         )
 
     @asynccontextmanager
-    async def _transport(self) -> AsyncIterator[Any]:
+    async def _transport(self) -> AsyncGenerator[Any]:
         self._refused = None
         async with (
             httpx2.AsyncClient(
