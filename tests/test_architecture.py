@@ -62,6 +62,8 @@ ALLOWED: dict[str, set[str]] = {
         "providers",
         "agent",
     },
+    # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
+    "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
 }
 
 

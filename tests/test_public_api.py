@@ -427,6 +427,17 @@ EXPORTS: dict[str, list[str]] = {
         "use_tracer",
     ],
     "dive.otel": ["OTelTracer"],
+    "dive.mcp": [
+        "MCPConfigError",
+        "MCPConnectionError",
+        "MCPServer",
+        "MCPServerHTTP",
+        "MCPServerSSE",
+        "MCPServerStdio",
+        "MCPTool",
+        "as_mcp_server",
+        "load_config",
+    ],
     "dive.permissions": [
         "ARGUMENT_KEY",
         "ApprovalRequest",
