@@ -4,6 +4,7 @@ expansion, and refusals that say what is wrong (the CLI's ``--mcp-config`` calls
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,3 +103,18 @@ def test_tool_names_fit_dive_and_stay_distinct() -> None:
     long = dive_tool_name("server", "x" * 80)
     assert len(long) == 64
     assert long != dive_tool_name("server", "x" * 81)
+
+
+def test_the_docs_page_first_example_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "mcp.md").read_text()
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    server = root / "examples" / "mcp_files_server.py"
+    code = code.replace('"examples/mcp_files_server.py"', repr(str(server)))
+    monkeypatch.chdir(tmp_path)  # the server writes its notes here
+    exec(compile(code, "docs/mcp.md", "exec"), {"__name__": "docs_example"})
+    printed = capsys.readouterr().out
+    for shown in re.findall(r"# → (.+)$", code, re.MULTILINE):
+        assert shown in printed
