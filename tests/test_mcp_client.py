@@ -407,3 +407,16 @@ async def test_the_connection_is_lazy_and_closes_with_aclose() -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert await _pid(srv) != pid  # used again: a new process
+
+
+def test_each_run_sync_opens_its_own_connection() -> None:
+    srv = stdio_server()
+    pids: list[str] = []
+    for _ in range(2):  # each run_sync is its own event loop; the first loop's process ends
+        model = ScriptedModel([tool_use(call("mcp__fx__pid", {}, id="p")), text("ok")])
+        run = Agent(model=model, toolsets=[srv]).run_sync("go")
+        assert run.status == "completed", run.error
+        pids.append(results(run)["p"].text)
+    assert pids[0] != pids[1]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pids[0]), 0)

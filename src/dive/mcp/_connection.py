@@ -57,10 +57,12 @@ class Connection:
 
     async def close(self) -> None:
         """Tell the owner to leave the client, and wait (bounded) until it has."""
+        if asyncio.get_running_loop() is not self.loop:
+            return  # its loop ended (and cancelled the owner, which closed the client)
         if self.listener is not None:
             self.listener.cancel()
         self.stop.set()
-        if self.task.done() or asyncio.get_running_loop() is not self.loop:
+        if self.task.done():
             return
         try:
             await asyncio.wait_for(asyncio.shield(self.task), _CLOSE_TIMEOUT)
