@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "otel_console.py",
         "coding_agent.py",
         "mcp_agent.py",
+        "research_team.py",
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:

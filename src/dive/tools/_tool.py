@@ -161,7 +161,7 @@ class Tool(abc.ABC):
 
         errors = validate_against_schema(arguments, self.definition.input_schema)
         if errors:
-            return None, "; ".join(errors)
+            return None, f'Invalid arguments for tool "{self.name}": ' + "; ".join(errors)
         return arguments, None
 
     def preview(self, arguments: Mapping[str, Any]) -> ToolCallPreview | None:
