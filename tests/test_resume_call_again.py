@@ -189,3 +189,21 @@ async def test_a_call_whose_tool_is_gone_on_resume_gets_an_error_result() -> Non
     result = _results(done.turn.messages)["c1"]
     assert result.is_error
     assert "no longer available" in result.text
+
+
+# --- ToolReturn(structured=...): content and a structured value side by side ------------------
+
+
+async def test_a_tool_return_keeps_its_structured_value_beside_the_content() -> None:
+    from dive.tools import ToolReturn
+
+    @tool
+    async def weather(city: str) -> ToolReturn:
+        """The weather."""
+        return ToolReturn(content=f"{city}: 21.5 C", structured={"city": city, "celsius": 21.5})
+
+    model = ScriptedModel([tool_use(call("weather", {"city": "Oslo"}, id="w")), text("ok")])
+    run = await Agent(model=model, tools=[weather]).run("weather?")
+    result = _results(run.turn.messages)["w"]
+    assert result.text == "Oslo: 21.5 C"
+    assert result.structured == {"city": "Oslo", "celsius": 21.5}
