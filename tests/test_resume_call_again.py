@@ -17,7 +17,7 @@ from dive.errors import ConflictingToolResultError
 from dive.messages import ToolResult
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
-from dive.tools import Suspend, ToolContext, tool
+from dive.tools import Suspend, ToolContext, ToolReturn, tool
 
 
 class Asker:
@@ -195,8 +195,6 @@ async def test_a_call_whose_tool_is_gone_on_resume_gets_an_error_result() -> Non
 
 
 async def test_a_tool_return_keeps_its_structured_value_beside_the_content() -> None:
-    from dive.tools import ToolReturn
-
     @tool
     async def weather(city: str) -> ToolReturn:
         """The weather."""
