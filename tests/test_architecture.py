@@ -102,6 +102,8 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "skills",
     },
+    # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
+    "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
 }
 
 

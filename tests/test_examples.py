@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
         "eval_report.py",
         "otel_console.py",
         "coding_agent.py",
+        "mcp_agent.py",
         "research_team.py",
         "a2a_pair.py",
     ],
@@ -44,3 +45,7 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     if name == "coding_agent.py":  # it fixed the project: the tests fail before, pass after
         assert "tests pass before? False" in proc.stdout
         assert "tests pass after? True" in proc.stdout
+    if name == "mcp_agent.py":  # suspended on the server's question, resumed in a new process
+        assert "suspended (input_required): Delete the note 'todo'?" in proc.stdout
+        assert "resumed: mcp__notes__delete_note -> deleted todo" in proc.stdout
+        assert "notes left: none" in proc.stdout

@@ -29,7 +29,7 @@ from dive.errors import ToolFatalError
 from dive.llm import Usage
 from dive.messages import ToolCall, ToolResult
 from dive.redaction import redact
-from dive.tools import Background, Suspend, Tool, ToolContext, ToolReturn
+from dive.tools import Background, ResumedCall, Suspend, Tool, ToolContext, ToolReturn
 from dive.tracing import ToolCallInfo
 from dive.turns import CallState, PendingToolCall
 
@@ -152,6 +152,7 @@ def _convert(
             metadata=output.metadata,
             halts_batch=tool.definition.halts_batch,
             started=True,
+            call_again=output.call_again,
         )
         return ExecResult(
             result=error_result(call, output.prompt), state="waiting", pending=pending
@@ -166,8 +167,13 @@ def _convert(
     return ExecResult(result=to_tool_result(call, output), terminal=ends)
 
 
-async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
-    """Run one validated call inside a tool span (a run it starts records it as its parent)."""
+async def execute_call(
+    run: Run, tool: Tool, call: ToolCall, value: Any, resumed: ResumedCall | None = None
+) -> ExecResult:
+    """Run one validated call inside a tool span (a run it starts records it as its parent).
+
+    ``resumed`` is set when a ``call_again`` suspension is called again with its answer.
+    """
     setup = run.setup
     state = run.state
     turn_id = state.turn_id
@@ -184,6 +190,7 @@ async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> Exec
         emit=run.events.emit_serialized,
         agent=setup.agent,
         on_usage=route,
+        resumed=resumed,
     )
     parent = PARENT_CALL.set(ParentCall(turn_id, call.id))
     try:

@@ -8,23 +8,42 @@ call's batch is open; events emitted after it closed are dropped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
 from dive.llm import Usage
 from dive.messages import EMPTY, JSONValue
+from dive.messages.codec import empty
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:
     from dive.turns import CancelToken
 
-__all__ = ["ToolContext"]
+__all__ = ["ResumedCall", "ToolContext"]
 
 Emit = Callable[[Any], Awaitable[None]]
 OnUsage = Callable[[Usage], None]
 
 DepsT = TypeVar("DepsT", default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumedCall:
+    """The answer a call that suspended with ``Suspend(..., call_again=True)`` is resumed with.
+
+    Attributes:
+        answer: the value supplied on resume, as JSON.
+        prompt: the prompt the call suspended with.
+        reason: the reason it suspended with.
+        metadata: the metadata it suspended with (what the tool needs to go on).
+    """
+
+    answer: JSONValue
+    prompt: str = ""
+    reason: Literal["input_required", "auth_required", "approval_required"] = "input_required"
+    metadata: Mapping[str, JSONValue] = field(default_factory=empty)
 
 
 class ToolContext(Generic[DepsT]):
@@ -39,6 +58,8 @@ class ToolContext(Generic[DepsT]):
         tool_call_id, tool_name, turn_id, session_id, agent_name: where the call runs.
         agent: the running agent (for tools that start agents of their own: subagents).
         attempt: the attempt number (retries of idempotent tools start again at 1).
+        resumed: set when the tool is called again on resume (``Suspend(call_again=True)``):
+            the answer and what the call suspended with; None on a first call.
     """
 
     __slots__ = (
@@ -50,6 +71,7 @@ class ToolContext(Generic[DepsT]):
         "attempt",
         "closed",
         "deps",
+        "resumed",
         "session_id",
         "tool_call_id",
         "tool_name",
@@ -71,9 +93,11 @@ class ToolContext(Generic[DepsT]):
         deps: Any = None,
         agent: Any = None,
         on_usage: OnUsage | None = None,
+        resumed: ResumedCall | None = None,
     ) -> None:
         self.deps: DepsT = deps
         self.agent: Any = agent
+        self.resumed = resumed
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
         self.turn_id = turn_id

@@ -174,6 +174,9 @@ class PendingToolCall:
     metadata: Mapping[str, JSONValue] = field(default_factory=empty)
     halts_batch: bool = False
     started: bool = True
+    call_again: bool = False
+    """Resuming calls the tool again with the supplied answer (``Suspend(call_again=True)``)
+    rather than taking the supplied value as the call's result."""
 
     def input_as(self, model: type[Any]) -> Any:
         """The call's input validated as a pydantic model."""
