@@ -22,8 +22,8 @@ lint: install
 typecheck: install
 	$(RUN) pyright
 
-# Starts PostgreSQL (installing it from Debian packages if needed) on 127.0.0.1, runs the whole
-# suite, and stops it again whatever the outcome.
+# Installs bubblewrap (the Bash sandbox) and PostgreSQL from Debian packages if needed, starts
+# PostgreSQL on 127.0.0.1, runs the whole suite, and stops it again whatever the outcome.
 test: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \

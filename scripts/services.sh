@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start or stop the services the test suite needs, on 127.0.0.1 only.
-#   scripts/services.sh up    -> installs (if missing) and starts PostgreSQL; prints env lines
+#   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox, and
+#                                PostgreSQL, and starts PostgreSQL; prints env lines
 #   scripts/services.sh down  -> stops what `up` started
 # State lives in a folder under /tmp named after this checkout (reachable by the postgres
 # user even when the checkout is under a private home). Safe to run `up` twice.
@@ -16,16 +17,29 @@ as_pg_user() {
   if [ "$(id -u)" = "0" ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+apt_install() {
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+  else
+    sudo apt-get update -qq >&2 && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+  fi
+}
+
+# The Bash tool runs every command inside bubblewrap; its tests need it.
+bwrap_ensure() {
+  [ "$(uname -s)" = "Linux" ] || return 0
+  if ! command -v bwrap >/dev/null 2>&1; then
+    echo "installing bubblewrap from Debian packages..." >&2
+    apt_install bubblewrap
+  fi
+}
+
 pg_bin() {
   local found
   found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
   if [ -z "$found" ]; then
     echo "installing PostgreSQL from Debian packages..." >&2
-    if [ "$(id -u)" = "0" ]; then
-      apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
-    else
-      sudo apt-get update -qq >&2 && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2
-    fi
+    apt_install postgresql
     found=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
   fi
   echo "$found"
@@ -64,7 +78,7 @@ pg_down() {
 }
 
 case "${1:-}" in
-  up) pg_up > "$STATE/env"; cat "$STATE/env" ;;
+  up) bwrap_ensure; pg_up > "$STATE/env"; cat "$STATE/env" ;;
   down) pg_down; rm -f "$STATE/env" ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac

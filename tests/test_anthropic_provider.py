@@ -1121,6 +1121,24 @@ async def test_golden_stop_sequences_metadata_and_headers(sim: AnthropicSimulato
     assert sim.message_requests[-1].headers["x-dive-test"] == "yes"
 
 
+async def test_context_management_is_sent_with_its_beta_headers(sim: AnthropicSimulator) -> None:
+    edits: dict[str, Any] = {
+        "edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "tool_uses", "value": 3}}]
+    }
+    settings = ModelSettings(
+        context_management=edits, request_headers={"anthropic-beta": "other-2025-01-01"}
+    )
+    body = await send(sim, ModelRequest(messages=(Message.user("hi"),), settings=settings))
+    assert body["context_management"] == edits
+    assert sim.message_requests[-1].headers["anthropic-beta"] == (
+        "other-2025-01-01,context-management-2025-06-27"
+    )
+    compaction = ModelSettings(context_management={"edits": [{"type": "compact_20260112"}]})
+    body = await send(sim, ModelRequest(messages=(Message.user("hi"),), settings=compaction))
+    assert body["context_management"] == {"edits": [{"type": "compact_20260112"}]}
+    assert sim.message_requests[-1].headers["anthropic-beta"] == "compact-2026-01-12"
+
+
 @pytest.mark.parametrize(
     ("model", "settings", "expected"),
     [

@@ -19,6 +19,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "dive"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "redaction": set(),
+    "globs": set(),
     "messages": {"errors"},
     "llm": {"errors", "messages"},
     "turns": {"errors", "messages", "llm"},
@@ -50,8 +51,12 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "prompts",
     },
-    "toolkit": {"errors", "messages", "llm", "turns", "tools"},
+    "toolkit": {"errors", "messages", "llm", "turns", "tools", "globs"},
+    # agents as services: the A2A server and client, the AG-UI server (extra ``a2a``)
+    "a2a": {"errors", "messages", "llm", "turns", "tools", "sessions", "agent"},
+    "agui": {"errors", "messages", "llm", "turns", "tools", "sessions", "agent"},
     "permissions": {
+        "globs",
         "errors",
         "messages",
         "llm",
@@ -62,6 +67,43 @@ ALLOWED: dict[str, set[str]] = {
         "providers",
         "agent",
     },
+    "compaction": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+    },
+    "skills": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+        "toolkit",
+    },
+    "subagents": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+        "skills",
+    },
+    # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
+    "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
 }
 
 
@@ -180,6 +222,27 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 @pytest.mark.parametrize("package", ["dive.agent.", "dive.turns."])
 def test_no_import_cycle_even_counting_type_checking_imports(package: str) -> None:
     assert _cycles(_graph(package)) == []
+
+
+# The A2A and AG-UI SDKs (and the ASGI stack they serve on) are imported only by the packages
+# that put agents behind those protocols.
+SERVICE_SDKS: dict[str, set[str]] = {
+    "a2a": {"a2a"},
+    "ag_ui": {"agui"},
+    "starlette": {"a2a", "agui"},
+    "uvicorn": set(),
+}
+
+
+@pytest.mark.parametrize("sdk", sorted(SERVICE_SDKS))
+def test_service_sdks_are_imported_only_by_their_packages(sdk: str) -> None:
+    found = sorted(
+        module
+        for module, path in _modules()
+        for target in _imports(module, path)
+        if target.split(".")[0] == sdk and _part(module) not in SERVICE_SDKS[sdk]
+    )
+    assert found == []
 
 
 # --- one owner of turn and call state ----------------------------------------------------------

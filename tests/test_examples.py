@@ -12,6 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _offline_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -21,12 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
         "eval_report.py",
         "otel_console.py",
         "coding_agent.py",
+        "mcp_agent.py",
+        "research_team.py",
+        "a2a_pair.py",
     ],
 )
-def _offline_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-
-
 def test_example_runs(name: str, tmp_path: Path) -> None:
     env = _offline_env()
     proc = subprocess.run(
@@ -40,9 +43,16 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+    if name == "a2a_pair.py":  # the remote question suspended the caller; its resume answered
+        assert "the travel desk asks 'Which date should I book the train for?'" in proc.stdout
+        assert "on Friday 14 March." in proc.stdout
     if name == "coding_agent.py":  # it fixed the project: the tests fail before, pass after
         assert "tests pass before? False" in proc.stdout
         assert "tests pass after? True" in proc.stdout
+    if name == "mcp_agent.py":  # suspended on the server's question, resumed in a new process
+        assert "suspended (input_required): Delete the note 'todo'?" in proc.stdout
+        assert "resumed: mcp__notes__delete_note -> deleted todo" in proc.stdout
+        assert "notes left: none" in proc.stdout
 
 
 def test_the_quickstart_talks_to_the_simulator_and_continues_its_session(tmp_path: Path) -> None:

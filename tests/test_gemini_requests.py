@@ -112,6 +112,11 @@ REFUSED: list[tuple[str, ModelSettings, str]] = [
         ModelSettings(tool_choice=ToolChoice(type="any", disable_parallel=True)),
         "parallel",
     ),
+    (
+        "gemini-2.5-flash",
+        ModelSettings(context_management={"edits": [{"type": "clear_tool_uses_20250919"}]}),
+        "context_management",
+    ),
 ]
 
 

@@ -147,7 +147,7 @@ ROWS = [
     *group(
         mode("plan"),
         ("plan-read", "Read", "a.py", "allow", "mode", "mode:plan"),
-        ("plan-webfetch", "WebFetch", "https://x.org", "allow", "mode", "mode:plan"),
+        ("plan-webfetch", "WebFetch", "https://x.org", "deny", "mode", "mode:plan"),
         ("plan-mcp-read-only", "mcp__github__list_issues", None, "allow", "mode"),
         ("plan-write", "Write", "a.py", "deny", "mode", "mode:plan"),
         ("plan-deploy", "deploy", None, "deny", "mode", "mode:plan"),

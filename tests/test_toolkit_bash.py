@@ -1,5 +1,8 @@
 """``Bash``: output, exit codes, the output cap, timeouts and cancellation that kill the whole
-process tree, the timeout clamp, the filtered environment and the working directory."""
+process tree, the timeout clamp, the filtered environment and the working directory.
+
+Tests that follow processes by their pid run with ``sandbox="off"`` (inside the sandbox's PID
+namespace a pid means nothing outside); ``test_sandbox.py`` checks the sandbox itself."""
 
 from __future__ import annotations
 
@@ -101,6 +104,7 @@ def test_definition_carries_the_contract(tmp_path: Path) -> None:
     assert dict(d.metadata) == {
         "dive.permission.argument": "command",
         "dive.permission.kind": "command",
+        "dive.sandbox": "bwrap",
     }
     assert bash.annotations.destructive is True
     assert bash.annotations.open_world is True
@@ -209,7 +213,7 @@ async def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
 
 
 async def test_timeout_kills_the_whole_tree(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path)
+    bash = Bash(tmp_path, sandbox="off")
     start = time.monotonic()
     result = await run(
         bash, "sleep 300 & echo $! > grandchild.pid; echo started; sleep 300", limit=1
@@ -227,7 +231,7 @@ async def test_timeout_kills_the_whole_tree(tmp_path: Path, pids: list[int]) -> 
 
 
 async def test_timeout_escalates_to_sigkill(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path, kill_grace=0.5)
+    bash = Bash(tmp_path, sandbox="off", kill_grace=0.5)
     command = "(trap '' TERM; exec sleep 300) & echo $! > stubborn.pid; sleep 300"
     result = await run(bash, command, limit=1)
     stubborn = int((tmp_path / "stubborn.pid").read_text())
@@ -252,7 +256,7 @@ async def test_default_timeout_applies(tmp_path: Path) -> None:
 
 
 async def test_background_holding_the_output_is_stopped(tmp_path: Path, pids: list[int]) -> None:
-    result = await run(Bash(tmp_path), "sleep 300 & echo $! > bg.pid; echo done")
+    result = await run(Bash(tmp_path, sandbox="off"), "sleep 300 & echo $! > bg.pid; echo done")
     pid = int((tmp_path / "bg.pid").read_text())
     pids.append(pid)
     assert result.is_error is False
@@ -264,14 +268,14 @@ async def test_background_holding_the_output_is_stopped(tmp_path: Path, pids: li
 async def test_background_with_its_own_output_keeps_running(
     tmp_path: Path, pids: list[int]
 ) -> None:
-    result = await run(Bash(tmp_path), "sleep 300 > /dev/null 2>&1 & echo $!")
+    result = await run(Bash(tmp_path, sandbox="off"), "sleep 300 > /dev/null 2>&1 & echo $!")
     pid = int(str(result.content))
     pids.append(pid)
     assert alive(pid)
 
 
 async def test_cancelling_the_call_kills_the_tree(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path)
+    bash = Bash(tmp_path, sandbox="off")
     value, _ = bash.validate({"command": "sleep 300 & echo $! > gc.pid; sleep 300"})
     task = asyncio.create_task(bash.call(value, ctx()))
     grandchild = await read_pid(tmp_path / "gc.pid")
@@ -283,7 +287,7 @@ async def test_cancelling_the_call_kills_the_tree(tmp_path: Path, pids: list[int
 
 
 async def test_cancelling_the_run_kills_the_tree(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path, requires_approval=False)
+    bash = Bash(tmp_path, sandbox="off", requires_approval=False)
     token = CancelToken()
     model = ScriptedModel(
         [
@@ -380,7 +384,7 @@ JOB_CONTROL = (
 
 async def test_timeout_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list[int]) -> None:
     # `set -m` gives every background job its own process group: a group kill misses them
-    bash = Bash(tmp_path, kill_grace=0.5)
+    bash = Bash(tmp_path, sandbox="off", kill_grace=0.5)
     result = await run(bash, JOB_CONTROL, limit=1)
     job, stubborn = (int((tmp_path / n).read_text()) for n in ("job.pid", "stubborn.pid"))
     pids.extend([job, stubborn])
@@ -390,7 +394,7 @@ async def test_timeout_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list
 
 
 async def test_cancel_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list[int]) -> None:
-    bash = Bash(tmp_path, kill_grace=0.5)
+    bash = Bash(tmp_path, sandbox="off", kill_grace=0.5)
     value, _ = bash.validate({"command": JOB_CONTROL})
     task = asyncio.create_task(bash.call(value, ctx()))
     job = await read_pid(tmp_path / "job.pid")
@@ -404,7 +408,9 @@ async def test_cancel_kills_jobs_in_their_own_groups(tmp_path: Path, pids: list[
 
 
 async def test_lingering_job_in_its_own_group_is_stopped(tmp_path: Path, pids: list[int]) -> None:
-    result = await run(Bash(tmp_path, kill_grace=0.5), "set -m; sleep 300 & echo $! > bg.pid")
+    result = await run(
+        Bash(tmp_path, sandbox="off", kill_grace=0.5), "set -m; sleep 300 & echo $! > bg.pid"
+    )
     pid = int((tmp_path / "bg.pid").read_text())
     pids.append(pid)
     assert "background processes still holding the output" in str(result.content)
@@ -414,7 +420,7 @@ async def test_lingering_job_in_its_own_group_is_stopped(tmp_path: Path, pids: l
 async def test_the_kill_does_not_scan_proc_on_the_event_loop(
     tmp_path: Path, pids: list[int], loop_proc_reads: list[str]
 ) -> None:
-    bash = Bash(tmp_path, kill_grace=0.5)
+    bash = Bash(tmp_path, sandbox="off", kill_grace=0.5)
     command = "(trap '' TERM; exec sleep 300) & echo $! > stubborn.pid; sleep 300"
     result = await run(bash, command, limit=0.5)
     pids.append(int((tmp_path / "stubborn.pid").read_text()))

@@ -12,6 +12,7 @@ import pytest
 from dive.agent import Agent
 from dive.agent._outputs import to_tool_result
 from dive.errors import UserError
+from dive.globs import glob_regex
 from dive.messages import Base64Source, ImageBlock, TextBlock, ToolCall, ToolResult
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
@@ -21,7 +22,6 @@ from dive.toolkit._files import Edit, Read, Write
 from dive.toolkit._kit import file_tools
 from dive.toolkit._search import Glob, Grep, ListDirectory
 from dive.toolkit._todo import TodoItem, TodoList, TodoWrite
-from dive.toolkit._walk import glob_regex
 from dive.toolkit._workspace import Workspace
 from dive.tools import Suspend, Tool, ToolContext
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from dive.agent._background import BackgroundResult
 from dive.agent._hooks import HookContext, SessionStartResult, run_hooks
+from dive.agent._parent import PARENT_CALL
 from dive.agent._resume_plan import ResumePlan, plan_resume
 from dive.agent._run import Run
 from dive.agent._setup import AgentConfig, TurnSetup
@@ -224,11 +225,12 @@ def _without_note(messages: Sequence[Message]) -> list[Message]:
 
 def _background_reminder(results: Sequence[BackgroundResult]) -> Message:
     lines = [
-        f"- {r.name} (tool call {r.tool_call_id}, started in turn {r.turn_id}): "
+        f"- {r.name} (tool call {r.tool_call_id}"
+        f"{f', task {r.task_id}' if r.task_id else ''}, started in turn {r.turn_id}): "
         f"{'error: ' if r.result.is_error else ''}{r.result.text}"
         for r in results
     ]
-    content = "Results of tool calls that were still running when their turn ended:\n"
+    content = "Results of work that finished after its turn ended (background tasks):\n"
     return reminder_message(Reminder(name="background-tasks", content=content + "\n".join(lines)))
 
 
@@ -280,6 +282,11 @@ def plan_turn(
         origin = TurnOrigin(kind="background", turn_id=background_results[0].turn_id)
     else:
         origin = TurnOrigin(kind="input")
+    parent = PARENT_CALL.get()  # started from inside another run's tool call (a subagent)
+    if parent is not None:
+        origin = replace(
+            origin, parent_turn_id=parent.turn_id, parent_tool_call_id=parent.tool_call_id
+        )
     plan = Plan(turn_id=new_turn_id(), origin=origin, history=base)
     if background_results:
         plan.record.append(_background_reminder(background_results))

@@ -17,15 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dive.agent._background import start_background, started_text
 from dive.agent._outputs import error_result, to_tool_result
+from dive.agent._parent import PARENT_CALL, ParentCall
 from dive.agent._run import Run
 from dive.errors import ToolFatalError
+from dive.llm import Usage
 from dive.messages import ToolCall, ToolResult
 from dive.redaction import redact
-from dive.tools import Background, Suspend, Tool, ToolContext, ToolReturn
+from dive.tools import Background, ResumedCall, Suspend, Tool, ToolContext, ToolReturn
 from dive.tracing import ToolCallInfo
 from dive.turns import CallState, PendingToolCall
 
@@ -51,6 +55,27 @@ class _Timeout(Exception):
     pass
 
 
+class _UsageRoute:
+    """Where a call's reported usage goes: its turn, or its background task once it moved.
+
+    Usage reported after the call ended (and did not move to the background) is dropped.
+    """
+
+    __slots__ = ("_turn", "target")
+
+    def __init__(self, turn: Callable[[Usage], None]) -> None:
+        self._turn = turn
+        self.target: Callable[[Usage], None] | None = turn
+
+    def __call__(self, usage: Usage) -> None:
+        if self.target is not None:
+            self.target(usage)
+
+    def close(self) -> None:
+        if self.target is self._turn:
+            self.target = None
+
+
 async def _attempt(tool: Tool, value: Any, ctx: ToolContext, limit: float | None) -> Any:
     if limit is None:
         return await tool.call(value, ctx)
@@ -69,7 +94,12 @@ def _fmt_seconds(seconds: float) -> str:
 
 
 async def _run_with_policy(
-    run: Run, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext
+    run: Run,
+    tool: Tool,
+    call: ToolCall,
+    value: Any,
+    ctx: ToolContext,
+    route: _UsageRoute | None = None,
 ) -> ExecResult:
     d = tool.definition
     policy = d.retry_policy
@@ -102,14 +132,16 @@ async def _run_with_policy(
                     last = f"{last} (after {attempts} attempts)"
                 return ExecResult(result=error_result(call, last), error=redact(repr(exc)))
         else:
-            return _convert(tool, call, output)
+            return _convert(run, tool, call, output, route)
         assert policy is not None
         delay = policy.delay(k)
         await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
+def _convert(
+    run: Run, tool: Tool, call: ToolCall, output: Any, route: _UsageRoute | None
+) -> ExecResult:
     if isinstance(output, Suspend):
         pending = PendingToolCall(
             id=call.id,
@@ -120,40 +152,61 @@ def _convert(tool: Tool, call: ToolCall, output: Any) -> ExecResult:
             metadata=output.metadata,
             halts_batch=tool.definition.halts_batch,
             started=True,
+            call_again=output.call_again,
         )
         return ExecResult(
             result=error_result(call, output.prompt), state="waiting", pending=pending
         )
     if isinstance(output, Background):
-        text = (
-            f'Tool "{call.name}" returned Background, which this version of dive does not run; '
-            "return the result directly or Suspend"
-        )
-        return ExecResult(result=error_result(call, text), error=text)
+        handle = start_background(output, call, run.state.turn_id)
+        if route is not None:
+            route.target = handle.add_usage  # usage reported from now on goes with the result
+        run.hand_to_background(handle)
+        return ExecResult(result=to_tool_result(call, started_text(handle)))
     ends = isinstance(output, ToolReturn) and output.terminal
     return ExecResult(result=to_tool_result(call, output), terminal=ends)
 
 
-async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> ExecResult:
-    """Run one validated call inside a tool span."""
+async def execute_call(
+    run: Run, tool: Tool, call: ToolCall, value: Any, resumed: ResumedCall | None = None
+) -> ExecResult:
+    """Run one validated call inside a tool span (a run it starts records it as its parent).
+
+    ``resumed`` is set when a ``call_again`` suspension is called again with its answer.
+    """
     setup = run.setup
+    state = run.state
+    turn_id = state.turn_id
+    route = _UsageRoute(state.add_usage)
     ctx = ToolContext(
         tool_call_id=call.id,
         tool_name=call.name,
-        turn_id=run.state.turn_id,
+        turn_id=turn_id,
         values=setup.values,
         deps=setup.deps,
         session_id=setup.session_id,
         agent_name=run.config.name,
         cancel=setup.cancel,
         emit=run.events.emit_serialized,
+        agent=setup.agent,
+        on_usage=route,
+        resumed=resumed,
     )
+    parent = PARENT_CALL.set(ParentCall(turn_id, call.id))
+    try:
+        if not run.config.traced:
+            return await _run_with_policy(run, tool, call, value, ctx, route)
+        return await _traced(run, tool, call, value, ctx, route)
+    finally:
+        PARENT_CALL.reset(parent)
+        ctx.closed = True
+        route.close()
+
+
+async def _traced(
+    run: Run, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext, route: _UsageRoute
+) -> ExecResult:
     tracer = run.config.tracer
-    if not run.config.traced:
-        try:
-            return await _run_with_policy(run, tool, call, value, ctx)
-        finally:
-            ctx.closed = True
     d = tool.definition
     span = tracer.start_tool_call(
         ToolCallInfo(
@@ -165,12 +218,10 @@ async def execute_call(run: Run, tool: Tool, call: ToolCall, value: Any) -> Exec
         )
     )
     try:
-        res = await _run_with_policy(run, tool, call, value, ctx)
+        res = await _run_with_policy(run, tool, call, value, ctx, route)
     except BaseException as exc:
         span.end(exc)
         raise
-    finally:
-        ctx.closed = True
     span.set_result(res.result)
     span.end(None)
     return res

@@ -45,7 +45,12 @@ async def _pre_generation(run: Run) -> None:
     state = run.state
     ctx = run.hook_context("pre_generation")
     ctx.messages = list(state.working)
-    await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
+    try:
+        await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
+    finally:
+        written = ctx.take_session_write()  # a hook's own write (a compaction) landed
+        if written is not None:
+            state.saved(written)
     state.set_system_prompt(ctx.system_prompt)
     state.replace_working(ctx.messages)
     state.queue_reminders(ctx.take_reminders())
@@ -153,8 +158,19 @@ def _start_span(run: Run) -> AgentRunSpan | None:
             provider=model.provider,
             turn_id=run.state.turn_id,
             session_id=run.setup.session_id,
+            attributes=_parent_attributes(run),
         )
     )
+
+
+def _parent_attributes(run: Run) -> dict[str, str]:
+    origin = run.state.origin
+    if origin.parent_turn_id is None:
+        return {}
+    return {
+        "dive.parent_turn.id": origin.parent_turn_id,
+        "dive.parent_tool_call.id": origin.parent_tool_call_id or "",
+    }
 
 
 async def _deliver_background(run: Run) -> None:
@@ -181,6 +197,9 @@ async def execute(run: Run) -> RunResult[Any]:
 
 async def _execute(run: Run, span: AgentRunSpan | None) -> RunResult[Any]:
     try:
+        for r in run.setup.background:  # work done in the background is paid by this turn
+            if r.usage.requests or r.usage.total_input_tokens or r.usage.output_tokens:
+                run.state.add_usage(r.usage)
         if run.setup.background and run.config.hooks.post_background_tool_use:
             await _deliver_background(run)
         ending = await _drive(run)

@@ -191,6 +191,7 @@ class HookContext(Generic[DepsT]):
     __slots__ = (
         "_policy",
         "_reminders",
+        "_session_write",
         "additional_context",
         "agent",
         "approved",
@@ -247,6 +248,7 @@ class HookContext(Generic[DepsT]):
         self.stop_hook_active = False
         self.iteration = 0
         self._reminders: list[tuple[Reminder, bool]] = []
+        self._session_write: int | None = None
 
     if not TYPE_CHECKING:
 
@@ -278,6 +280,27 @@ class HookContext(Generic[DepsT]):
     def take_reminders(self) -> list[tuple[Reminder, bool]]:
         """The queued reminders, clearing the queue."""
         out, self._reminders = self._reminders, []
+        return out
+
+    def note_session_write(self, revision: int) -> None:
+        """Report that this ``pre_generation`` hook wrote to the run's session itself.
+
+        A hook that records something ahead of the new turn (a compaction) passes the
+        revision its write returned, so the turn's own write expects that revision instead
+        of being refused as stale. Only ``pre_generation`` hooks may, before the turn has
+        written anything; a resumed or continued turn's session must not be written to.
+        """
+        if self.hook_point != "pre_generation":
+            raise HookPolicyError(
+                f"{self.hook_point} hooks may not write to the session; only pre_generation "
+                "hooks may (before the turn's first write)"
+            )
+        object.__setattr__(self, "_session_write", revision)
+
+    def take_session_write(self) -> int | None:
+        """The revision a hook reported with :meth:`note_session_write`, clearing it."""
+        out = self._session_write
+        object.__setattr__(self, "_session_write", None)
         return out
 
     def _arm(self, policy: HookPolicy | None) -> None:

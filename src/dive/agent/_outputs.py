@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -78,6 +79,8 @@ def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> To
         )
     if isinstance(output, ToolReturn):
         inner = to_tool_result(call, output.content, is_error=output.is_error or is_error)
+        if output.structured is not None:
+            inner = replace(inner, structured=_finite(output.structured))
         return inner
     if isinstance(output, _BLOCKS):
         return ToolResult(

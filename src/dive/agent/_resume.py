@@ -9,8 +9,10 @@ in order: accept → ``post_tool_use`` / ``post_tool_use_failure`` per supplied 
 order → checkpoint → ``tool_call_result`` events (once per result across partial rounds).
 With calls still pending (a partial resume) there is no model call: the turn stays suspended,
 the reduced pending set is written before the events, and ``on_suspend`` does not fire
-again; a failure returns the stored turn (``ResumeRejected``). Otherwise approved calls and
-the calls that never started run, in call order, and the loop goes on.
+again; a failure returns the stored turn (``ResumeRejected``). Otherwise approved calls,
+answered calls whose tool takes the answer itself (``Suspend(call_again=True)``: the tool is
+called again with it) and the calls that never started run, in call order, and the loop
+goes on.
 
 A ``ToolApproval`` settling a call held at the approval gate is noted in the call's record
 (decided by ``resume``), and the approval policy hears of it (``notify_resumed``): that is how
@@ -24,7 +26,13 @@ from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallResultEvent
 from dive.agent._resume_plan import ResumePlan
 from dive.agent._run import Run
-from dive.agent._toolbatch import last_in_order, post_hooks, run_approved, run_calls
+from dive.agent._toolbatch import (
+    last_in_order,
+    post_hooks,
+    run_answered,
+    run_approved,
+    run_calls,
+)
 from dive.agent._tools import resolve_tools
 from dive.turns import Ending, ResumeRejected, Suspended
 
@@ -100,6 +108,7 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
         await _notify_held(run, plan)
         return Suspended(new=False)
     held = {i: p.input for i in plan.approved if (p := state.calls.pending(i)) is not None}
+    answered = {i: p for i in plan.answers if (p := state.calls.pending(i)) is not None}
     for call_id in plan.approved:
         state.calls.release(call_id)
     await checkpoint_step(run, "resuming with the supplied results")
@@ -109,6 +118,8 @@ async def resume_group(run: Run, plan: ResumePlan) -> Ending | None:
     for call in last_in_order(run, plan.calls):
         if call.id in plan.approved:
             await run_approved(run, call, held.get(call.id))
+        elif call.id in answered:
+            await run_answered(run, call, answered[call.id], plan.answers[call.id])
         elif state.calls.phase(call.id) == "not_started":
             await run_calls(run, [call])
         if state.calls.waiting:

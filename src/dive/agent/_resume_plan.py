@@ -4,6 +4,9 @@ An id not in the turn raises ``UnknownToolCallError``; an id whose call is not p
 raises ``ToolCallNotPendingError`` — unless its result was already accepted and is
 JSON-equal (skipped: idempotent re-submission) or differs (``ConflictingToolResultError``).
 Nothing changes on error.
+
+A value supplied for a call that suspended with ``Suspend(call_again=True)`` is not its result
+but an *answer*: the tool is called again with it once nothing else is pending.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class ResumePlan:
         remaining: pending calls nothing was supplied for (a partial resume when non-empty).
         approvals: the ``ToolApproval`` settling each gate-held call answered now, by call id
             (the audit log and the approval policy learn from them).
+        answers: answers to calls whose tool is called again with them (``call_again``), now
+            or in an earlier partial resume, as JSON by call id.
     """
 
     calls: tuple[ToolCall, ...]
@@ -51,6 +56,7 @@ class ResumePlan:
     accepted: Mapping[str, JSONValue]
     remaining: Mapping[str, PendingToolCall]
     approvals: Mapping[str, ToolApproval] = field(default_factory=dict[str, ToolApproval])
+    answers: Mapping[str, JSONValue] = field(default_factory=dict[str, JSONValue])
 
 
 def _as_json(value: Any) -> JSONValue:
@@ -120,6 +126,8 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
                 f"{', '.join(sorted(pending)) or 'none'})"
             )
         accepted[call_id] = as_json
+        if pending[call_id].call_again:
+            continue  # an answer the tool is called again with (collected below)
         if isinstance(value, ToolApproval) and not pending[call_id].started:
             approvals[call_id] = value
         result = _convert(by_id[call_id], pending[call_id], value)
@@ -127,11 +135,18 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
             approved.add(call_id)
         else:
             supplied[call_id] = result
-    for call_id, p in pending.items():  # approved in an earlier, partial resume: still held
+    answers: dict[str, JSONValue] = {}
+    for call_id, p in pending.items():  # answered or approved now or in an earlier resume
         earlier = accepted.get(call_id)
-        if not p.started and isinstance(earlier, dict) and earlier.get("approved") is True:
+        if p.call_again and call_id in accepted:
+            answers[call_id] = earlier
+        elif not p.started and isinstance(earlier, dict) and earlier.get("approved") is True:
             approved.add(call_id)
-    remaining = {k: v for k, v in pending.items() if k not in supplied and k not in approved}
+    remaining = {
+        k: v
+        for k, v in pending.items()
+        if k not in supplied and k not in approved and k not in answers
+    }
     return ResumePlan(
         calls=calls,
         supplied=supplied,
@@ -139,4 +154,5 @@ def plan_resume(state: SuspensionState, tool_results: Mapping[str, Any]) -> Resu
         accepted=accepted,
         remaining=remaining,
         approvals=approvals,
+        answers=answers,
     )

@@ -36,11 +36,11 @@ from dive.agent._hooks import run_hooks
 from dive.agent._outputs import error_result
 from dive.agent._run import Run
 from dive.errors import HookAbort
-from dive.messages import ToolCall, ToolResult
-from dive.tools import SuspendReason, Tool, ToolCallPreview, suggest_tool_names
+from dive.messages import JSONValue, ToolCall, ToolResult
+from dive.tools import ResumedCall, SuspendReason, Tool, ToolCallPreview, suggest_tool_names
 from dive.turns import HALTED_TEXT, OpenGroup, PendingToolCall, Transition
 
-__all__ = ["last_in_order", "post_hooks", "run_approved", "run_batch", "run_calls"]
+__all__ = ["last_in_order", "post_hooks", "run_answered", "run_approved", "run_batch", "run_calls"]
 
 
 @dataclass(slots=True)
@@ -335,7 +335,10 @@ async def post_hooks(
 async def _post(run: Run, p: Prepared, res: ExecResult) -> None:
     """Post hooks, then the result event, for a call that ran (a suspension: event only)."""
     if res.pending is not None:
-        await _wait(run, p.call, res.pending)
+        pending = res.pending
+        if p.arguments is not None:  # it waits with the input it ran with (a rewrite)
+            pending = replace(pending, input=p.arguments)
+        await _wait(run, p.call, pending)
         return
     how: Transition = "time_out" if res.state == "unknown" else "finish"
     failed = res.result.is_error
@@ -516,3 +519,38 @@ async def run_approved(
     run.check_soft_cancel()
     await _launch(run, [call], f"starting tool call {call.id}")
     await _execute(run, Prepared(call=call, tool=tool, input=value, preview=None))
+
+
+async def run_answered(
+    run: Run, call: ToolCall, pending: PendingToolCall, answer: JSONValue
+) -> None:
+    """Call a suspended call's tool again with the answer it waited for (``call_again``).
+
+    Its hooks and gates ran when it first started; it runs with the input it suspended with,
+    the answer in ``ctx.resumed``. It may suspend again, and then waits for a new answer.
+    """
+    state = run.state
+    tool = run.tools.by_name.get(call.name)
+    value: Any = None
+    err: str | None = None
+    if tool is None:
+        err = f'Tool "{call.name}" is no longer available; the answer was not delivered to it.'
+    else:
+        value, err = tool.validate(pending.input)
+    if tool is None or err is not None:
+        await _finish(run, call, error_result(call, err or ""), "supply", error=err)
+        return
+    run.check_soft_cancel()
+    state.calls.recall(call.id)
+    if run.setup.durable:
+        await checkpoint_step(run, f"calling tool call {call.id} again with its answer")
+    resumed = ResumedCall(
+        answer=answer, prompt=pending.prompt, reason=pending.reason, metadata=pending.metadata
+    )
+    res = await execute_call(run, tool, call, value, resumed)
+    if res.pending is not None:  # asks again: the next answer is a new one, not a conflict
+        state.accept({k: v for k, v in state.accepted.items() if k != call.id})
+    prepared = Prepared(call=call, tool=tool, input=value, preview=None, arguments=pending.input)
+    await _post(run, prepared, res)
+    if run.setup.durable:
+        await checkpoint_step(run, "the step after a tool result")

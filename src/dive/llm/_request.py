@@ -41,6 +41,10 @@ class ModelSettings:
     """Sampling, reasoning and caching settings. ``None`` means the provider default.
 
     ``merge`` overlays another settings object: its non-None fields win.
+    ``context_management`` is Anthropic's server-side context management, sent as given
+    (``{"edits": [{"type": "clear_tool_uses_20250919"}]}`` for context editing,
+    ``{"edits": [{"type": "compact_20260112"}]}`` for server-side compaction); the beta
+    header each edit needs is added. Other providers refuse it.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -64,6 +68,7 @@ class ModelSettings:
     request_headers: Mapping[str, str] | None = None
     metadata: Mapping[str, str] | None = None
     mcp_servers: tuple[Mapping[str, JSONValue], ...] | None = None
+    context_management: Mapping[str, JSONValue] | None = None
     response_schema: Mapping[str, JSONValue] | None = None
     response_schema_name: str | None = None
     strict: bool = True

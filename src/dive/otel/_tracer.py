@@ -265,6 +265,7 @@ class OTelTracer:
             attrs["gen_ai.agent.id"] = info.agent_id
         if info.session_id:
             attrs["gen_ai.conversation.id"] = info.session_id
+        attrs.update(info.attributes)  # dive.parent_turn.id on a subagent's run, and the like
         previous = _RUN.get()  # an agent run from inside a tool nests under the outer run
         span = self._tracer.start_span(
             f"invoke_agent {name}", context=self._parent(), kind=SpanKind.INTERNAL, attributes=attrs

@@ -2,20 +2,33 @@
 
 1. **Deny rules** — a match refuses the call in every mode (``bypass`` included). For a
    command, a deny rule matches when it matches *any* segment in any reading (see
-   ``_shell``); ``Read(...)`` rules also cover the other read-only path tools, and a tree
-   search (``Grep``, ``Glob``) is refused when it could read a path a rule matches (see
-   ``_reach``).
-2. **Plan mode** — a tool that is not read-only is refused.
+   ``_shell``); ``Read(...)`` rules also cover the other read-only path tools, ``Edit(...)``
+   rules ``Write`` and the other edit tools, and a tree search (``Grep``, ``Glob``) is
+   refused when it could read a path a rule matches (see ``_reach``).
+2. **Plan mode** — a tool that is not read-only, or reaches the outside world (``WebFetch``),
+   is refused.
+2b. **Unreadable commands** — when a deny rule with a specifier names a command tool and the
+   command cannot be read (it does not parse, or a part is opaque), the rule might match what
+   it really runs: it asks (``bypass`` and ``dont_ask`` refuse), unless a session grant of
+   exactly this command allows it.
 3. **Protected settings** — an edit under ``<workspace>/.dive``, ``~/.dive`` (or where a
    settings file was loaded from) asks in every mode (``dont_ask`` refuses) unless an allow
    rule or grant *with a path specifier* matches it.
 4. **Session grants** and then 5. **allow rules** — a match lets the call run. For a
    command, *every* segment must be matched by a grant or an allow rule, and a command that
    does not parse, or has an opaque segment, is never allowed by a specifier rule.
+   A segment that runs another command through a wrapper (``env``, ``timeout``, ``xargs``,
+   ``find -exec``) is allowed only when that command is allowed too.
 6. **Ask rules** — a match asks (any segment, like deny). ``bypass`` allows instead,
    ``dont_ask`` denies instead.
 7. **The mode's default** (see ``_modes``); ``requires_approval=True`` makes it ``ask`` in
-   ``default`` and ``plan`` mode.
+   ``default`` and ``plan`` mode, and so does a URL tool that reaches the outside world
+   (``WebFetch``) in ``default`` and ``accept_edits`` mode: it asks per new domain, which an
+   allow rule or an "allow for this session" grant of the domain settles.
+
+A tool marked as running outside the OS sandbox (definition metadata ``dive.sandbox`` set to
+``off``, as ``Bash(sandbox="off")`` does) gets that noted on every allow decision's message,
+so the audit log records it.
 
 Every decision names who made it (``rule``, ``mode``, ``session_grant``) and the rule
 (``protected:<dir>`` for the settings), for the audit log. An ``ask`` is settled by a dialog
@@ -28,6 +41,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dive.agent import ApprovalDecision
@@ -36,14 +50,20 @@ from dive.permissions._modes import (
     is_read_only,
     mode_default,
     parse_mode,
+    plan_allows,
     plan_denial,
 )
 from dive.permissions._rules import Rule, Target, parse_rule
+from dive.permissions._segments import Segment
 from dive.permissions._settings import PermissionConfig
 from dive.permissions._urls import url_hosts
 from dive.tools import Tool
 
-__all__ = ["PermissionEngine"]
+__all__ = ["SANDBOX_KEY", "SANDBOX_OFF_NOTE", "PermissionEngine", "sandbox_noted"]
+
+SANDBOX_KEY = "dive.sandbox"
+"""Definition metadata key: how the tool's commands are confined (``off``: not at all)."""
+SANDBOX_OFF_NOTE = "ran without the OS sandbox (sandbox='off')"
 
 
 class PermissionEngine:
@@ -167,14 +187,20 @@ class PermissionEngine:
             tool: the tool called.
             arguments: the call's arguments (after any ``pre_tool_use`` rewrite).
         """
+        return sandbox_noted(tool, self._decide(tool, arguments))
+
+    def _decide(self, tool: Tool, arguments: Mapping[str, Any]) -> ApprovalDecision:
         config = self._config
         mode = self._mode
         target = Target.of(tool, arguments, str(config.workspace))
         denial = self._denial(target)
         if denial is not None:
             return denial
-        if mode == "plan" and not is_read_only(tool):
+        if mode == "plan" and not plan_allows(tool):
             return plan_denial(tool)
+        unreadable = self._unreadable(target, mode)
+        if unreadable is not None:
+            return unreadable
         protected = self._protected(tool, target)
         allowed = self._allowed(target, explicit=protected is not None)
         if allowed is not None:
@@ -192,7 +218,48 @@ class PermissionEngine:
                     rule=decision.rule,
                 )
             return ApprovalDecision(kind="ask", decided_by="rule", rule=asked.text)
+        if target.kind == "url" and mode in ("default", "accept_edits") and _reaches_out(tool):
+            return ApprovalDecision(
+                kind="ask",
+                message=(
+                    f'"{tool.name}" reaches a domain no rule or grant allows yet (it asks per '
+                    "new domain)"
+                ),
+                decided_by="mode",
+                rule=f"mode:{mode}",
+            )
         return mode_default(mode, tool)
+
+    def _unreadable(self, target: Target, mode: PermissionMode) -> ApprovalDecision | None:
+        """A command rules cannot read while a deny rule names its tool: ask, or refuse."""
+        shell = target.shell
+        if target.kind != "command" or shell is None:
+            return None
+        if shell.complete and not any(s.opaque for s in shell.segments):
+            return None
+        rule = next(
+            (r for r in self._config.deny if not r.bare and r.applies_to_command(target)), None
+        )
+        if rule is None:
+            return None
+        if any(g.whole and g.specifier == target.value for g in self.grants):
+            return None  # a person allowed exactly this command for the session
+        why = (
+            f"it cannot be read completely (it does not parse, or runs code its words do not "
+            f'show), so the deny rule "{rule.text}" might match what it runs'
+        )
+        if mode in ("bypass", "dont_ask"):
+            return ApprovalDecision(
+                kind="deny",
+                message=(
+                    f"Permission denied: {why}; this call was not run. Write the command "
+                    "plainly (no eval, sh -c, variables or globs as command names, aliases), "
+                    "or ask the user."
+                ),
+                decided_by="rule",
+                rule=rule.text,
+            )
+        return ApprovalDecision(kind="ask", message=why, decided_by="rule", rule=rule.text)
 
     def _denial(self, target: Target) -> ApprovalDecision | None:
         """A deny rule's refusal: one matching the call, or one a search reaches into."""
@@ -254,11 +321,12 @@ class PermissionEngine:
         grants = self.grants
         if target.kind == "command":
             return self._allowed_command(target, grants)
+        names = target.allow_names()
         for rules, by in ((grants, "session_grant"), (self._config.allow, "rule")):
             for rule in rules:
                 if explicit and rule.bare:
                     continue
-                if rule.matches(target, allow=True):
+                if any(rule.matches(target, allow=True, name=n) for n in names):
                     return ApprovalDecision(kind="allow", decided_by=by, rule=rule.text)
         return None
 
@@ -303,12 +371,36 @@ class PermissionEngine:
             hit = next((c for c in candidates if c[0].matches_segment(segment, allow=True)), None)
             if hit is None:
                 return None
-            if hit not in used:
-                used.append(hit)
+            hits = [hit]
+            if not hit[0].exact:  # a wrapper's rule does not allow what the wrapper runs
+                for run in segment.runs:
+                    inner = Segment(text=run, bare=run)
+                    found = next(
+                        (c for c in candidates if c[0].matches_segment(inner, allow=True)), None
+                    )
+                    if found is None:
+                        return None
+                    hits.append(found)
+            used.extend(h for h in hits if h not in used)
         by = "session_grant" if all(b == "session_grant" for _, b in used) else "rule"
         return ApprovalDecision(
             kind="allow", decided_by=by, rule=", ".join(r.text for r, _ in used)
         )
+
+
+def sandbox_noted(tool: Tool, decision: ApprovalDecision) -> ApprovalDecision:
+    """An allow for a tool running without the OS sandbox, with that noted in its message."""
+    if decision.kind != "allow" or tool.definition.metadata.get(SANDBOX_KEY) != "off":
+        return decision
+    message = f"{decision.message}; {SANDBOX_OFF_NOTE}" if decision.message else SANDBOX_OFF_NOTE
+    return replace(decision, message=message)
+
+
+def _reaches_out(tool: Tool) -> bool:
+    """An open-world tool: what it is given reaches the outside world (``WebFetch``)."""
+    return bool(tool.annotations.open_world) or (
+        tool.definition.effect_type == "external_side_effect"
+    )
 
 
 def _protected_decision(mode: PermissionMode, tool: Tool, place: str) -> ApprovalDecision:

@@ -6,8 +6,9 @@ mode               a call no rule decided
 ``default``        allowed; asked when its tool is ``requires_approval``
 ``plan``           read-only tools as in ``default``; every other tool is denied, whatever the
                    allow rules and grants say (plan mode changes nothing). Read-only means
-                   ``effect_type="read_only"`` or annotated ``read_only=True`` (an open-world
-                   reader such as ``WebFetch`` counts)
+                   ``effect_type="read_only"`` or annotated ``read_only=True``, and not open
+                   world: ``WebFetch`` (``external_side_effect``) is denied, since what it
+                   is given leaves the machine
 ``accept_edits``   ``edit`` tools (tag ``edit`` or ``ToolAnnotations(edit=True)``) allowed,
                    even ``requires_approval`` ones; the rest as in ``default``
 ``bypass``         allowed (ask rules too); only deny rules stop a call. Alias
@@ -33,6 +34,7 @@ __all__ = [
     "is_read_only",
     "mode_default",
     "parse_mode",
+    "plan_allows",
     "plan_denial",
 ]
 
@@ -73,13 +75,22 @@ def is_read_only(tool: Tool) -> bool:
     return tool.definition.read_only or tool.annotations.read_only is True
 
 
+def plan_allows(tool: Tool) -> bool:
+    """Read-only and not open world (not ``external_side_effect``): what ``plan`` runs."""
+    return (
+        is_read_only(tool)
+        and not tool.annotations.open_world
+        and tool.definition.effect_type != "external_side_effect"
+    )
+
+
 def plan_denial(tool: Tool) -> ApprovalDecision:
     """The denial of a tool that is not read-only, in plan mode."""
     return ApprovalDecision(
         kind="deny",
         message=(
-            f'Plan mode allows only read-only tools; "{tool.name}" is not read-only, so this '
-            "call was not run. Describe the change in your plan instead."
+            f'Plan mode allows only read-only tools that stay on this machine; "{tool.name}" '
+            "is not one, so this call was not run. Describe the step in your plan instead."
         ),
         decided_by="mode",
         rule="mode:plan",
@@ -102,6 +113,6 @@ def mode_default(mode: PermissionMode, tool: Tool) -> ApprovalDecision:
             decided_by="mode",
             rule=rule,
         )
-    if mode == "plan" and not is_read_only(tool):
+    if mode == "plan" and not plan_allows(tool):
         return plan_denial(tool)
     return ApprovalDecision(kind="ask" if asks else "allow", decided_by="mode", rule=rule)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from dive.agent import ApprovalDecision, ToolApproval
 from dive.messages import ToolCall
-from dive.permissions._engine import PermissionEngine
+from dive.permissions._engine import SANDBOX_KEY, PermissionEngine, sandbox_noted
 from dive.permissions._modes import PermissionMode
 from dive.permissions._rules import ARGUMENT_KEY
 from dive.permissions._settings import PermissionConfig
@@ -105,7 +105,9 @@ def _prompt(tool: Tool, call: ToolCall, decision: ApprovalDecision) -> str:
         what = f'"{tool.name}" with {argument} {json.dumps(value)[:300]}'
     else:
         what = f'"{tool.name}" with {json.dumps(dict(call.arguments), default=str)[:300]}'
-    if decision.decided_by == "rule":
+    if decision.message:
+        why = decision.message  # the engine said why (an unreadable command, a new domain)
+    elif decision.decided_by == "rule":
         why = f'the rule "{decision.rule}" asks first'
     elif decision.rule is not None and decision.rule.startswith("protected:"):
         place = decision.rule.removeprefix("protected:")
@@ -114,6 +116,8 @@ def _prompt(tool: Tool, call: ToolCall, decision: ApprovalDecision) -> str:
         why = "the tool requires approval"
     else:
         why = "the permission mode asks first"
+    if tool.definition.metadata.get(SANDBOX_KEY) == "off" and "sandbox" not in why:
+        why += "; it runs without the OS sandbox"
     return f"Allow calling {what}? ({why})"
 
 
@@ -201,8 +205,11 @@ class PermissionPolicy:
                 decided_by="dialog",
                 rule=request.rule,
             )
-        return ApprovalDecision(
-            kind="allow", message=answer.message, decided_by="dialog", rule=request.rule
+        return sandbox_noted(
+            request.tool,
+            ApprovalDecision(
+                kind="allow", message=answer.message, decided_by="dialog", rule=request.rule
+            ),
         )
 
     def _grant(self, tool: Tool, call: ToolCall, pattern: str | None) -> None:

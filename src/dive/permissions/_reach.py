@@ -12,11 +12,13 @@ the paths the search can touch:
 - ``Glob``: the directory part of ``join(path or ".", pattern)`` (of ``pattern`` alone when
   it is absolute, as the tool reads it), and the rest of the pattern below it.
 
-A deny or ask rule *reaches into* a search when some path its pattern matches could be one
-of those paths: :func:`reaches`. Globs on both sides are compared segment by segment
-(``**`` standing for any number of segments); where both segments are patterns they are
-taken to overlap. The toolkit never follows symbolic links below the directory it searches,
-so links inside it are not looked at.
+The search's glob is read by ``dive.globs``, the very implementation the toolkit matches
+with (its ``{a,b}`` alternatives expanded, an unclosed ``{`` literal), so the engine never
+reads a pattern differently from the tool. A deny or ask rule *reaches into* a search when
+some path its pattern matches could be one of those paths: :func:`reaches`. Globs on both
+sides are compared segment by segment (``**`` standing for any number of segments); where
+both segments are patterns they are taken to overlap. The toolkit never follows symbolic
+links below the directory it searches, so links inside it are not looked at.
 """
 
 from __future__ import annotations
@@ -25,16 +27,22 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
+from dive.globs import GlobError, GlobPart, glob_alternatives, split_literal
 from dive.permissions._paths import ResolvedPath, pattern_parts, segment_matches
 
-__all__ = ["SEARCH_TOOLS", "Search", "reaches", "search_of"]
+__all__ = ["SEARCH_TOOLS", "Reach", "Search", "reaches", "search_of"]
 
 SEARCH_TOOLS = frozenset({"Grep", "Glob"})
-_TOOLKIT_GLOB = "*?[{"
 _RULE_GLOB = "*?["
+
+Reach = tuple[tuple[GlobPart, ...], ...]
+"""What a search reads below its directory: alternatives, each a tuple of path segments."""
+
+_GLOBSTAR = glob_alternatives("**")[0][0]
+_EVERYTHING: Reach = ((_GLOBSTAR,),)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,35 +53,34 @@ class Search:
         directory: the directory searched (as the call names it).
         path: ``Glob``'s ``path`` argument when the pattern has a directory part of its own
             (deny and ask rules look at it too), else None.
-        below: glob segments of the paths it reads, relative to ``directory``.
+        below: what it reads, relative to ``directory``.
     """
 
     directory: str
     path: str | None
-    below: tuple[str, ...]
-
-
-def _split_literal(pattern: str) -> tuple[str, str]:
-    """``(directory part without glob characters, the rest)``, as the toolkit's Glob splits."""
-    segments = pattern.split("/")
-    literal: list[str] = []
-    for seg in segments[:-1]:
-        if any(ch in seg for ch in _TOOLKIT_GLOB):
-            break
-        literal.append(seg)
-    return "/".join(literal), "/".join(segments[len(literal) :])
+    below: Reach
 
 
 def _join(rel: str, name: str) -> str:
     return f"{rel}/{name}" if rel and rel != "." else name
 
 
-def _grep_below(glob: object) -> tuple[str, ...]:
+def _below(glob: str) -> Reach:
+    """A glob's alternatives without empty segments (all of them empty: everything)."""
+    try:
+        alternatives = glob_alternatives(glob)
+    except GlobError:
+        return _EVERYTHING  # the toolkit refuses such a pattern; assume it reads everything
+    out = tuple(tuple(p for p in alt if p.text) for alt in alternatives)
+    return tuple(alt or (_GLOBSTAR,) for alt in out) or _EVERYTHING
+
+
+def _grep_below(glob: object) -> Reach:
     if not isinstance(glob, str) or not glob or glob.startswith("!"):
-        return ("**",)
+        return _EVERYTHING
     if "/" in glob:
-        return tuple(s for s in glob.split("/") if s)
-    return ("**", glob)
+        return _below(glob)
+    return tuple((_GLOBSTAR, *alt) for alt in _below(glob))
 
 
 def search_of(tool: str, argument: str, arguments: Mapping[str, Any]) -> Search | None:
@@ -95,69 +102,34 @@ def search_of(tool: str, argument: str, arguments: Mapping[str, Any]) -> Search 
         return None
     given = arguments.get("path")
     base = given if isinstance(given, str) else "."
-    prefix, rest = _split_literal(pattern)
+    prefix, rest = split_literal(pattern)
     if os.path.isabs(pattern):
-        return Search(directory=prefix or "/", path=None, below=_segments(rest))
+        return Search(directory=prefix or "/", path=None, below=_below(rest))
     directory = _join(base, prefix) if prefix else base
     return Search(
         directory=directory,
         path=base if prefix and isinstance(given, str) else None,
-        below=_segments(rest),
+        below=_below(rest),
     )
 
 
-def _segments(glob: str) -> tuple[str, ...]:
-    return tuple(s for s in glob.split("/") if s) or ("**",)
+def _literal(name: str) -> GlobPart:
+    return GlobPart(text=name, regex=re.compile(re.escape(name)), literal=True, globstar=False)
 
 
-@lru_cache(maxsize=1024)
-def _toolkit_segment(segment: str) -> re.Pattern[str]:
-    """One segment of a toolkit glob (``*``, ``?``, ``[...]``, ``{a,b}``) as a regex."""
-    out: list[str] = []
-    depth, i = 0, 0
-    while i < len(segment):
-        c = segment[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := segment.find("]", i + 2)) > 0:
-            body = segment[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif c == "{":
-            out.append("(?:")
-            depth += 1
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "}" and depth:
-            out.append(")")
-            depth -= 1
-        else:
-            out.append(re.escape(c))
-        i += 1
-    try:
-        return re.compile("".join(out) + ")" * depth)
-    except re.error:
-        return re.compile(".*")  # unreadable: assume it matches
-
-
-def _meet(rule: str, search: str) -> bool:
+def _meet(rule: str, search: GlobPart) -> bool:
     """Whether a rule segment and a search segment can match one name."""
     rule_literal = not any(c in rule for c in _RULE_GLOB)
-    search_literal = not any(c in search for c in _TOOLKIT_GLOB)
-    if rule_literal and search_literal:
-        return rule == search
+    if rule_literal and search.literal:
+        return rule == search.text
     if rule_literal:
-        return _toolkit_segment(search).fullmatch(rule) is not None
-    if search_literal:
-        return segment_matches(rule, search)
+        return search.regex.fullmatch(rule) is not None
+    if search.literal:
+        return segment_matches(rule, search.text)
     return True
 
 
-def _overlap(rule: tuple[str, ...], search: tuple[str, ...]) -> bool:
+def _overlap(rule: tuple[str, ...], search: tuple[GlobPart, ...]) -> bool:
     """Whether some path matches both segment globs (``**``: any number of segments)."""
 
     @cache
@@ -166,7 +138,7 @@ def _overlap(rule: tuple[str, ...], search: tuple[str, ...]) -> bool:
             return True
         if i < len(rule) and rule[i] == "**":
             return go(i + 1, j) or (j < len(search) and go(i, j + 1))
-        if j < len(search) and search[j] == "**":
+        if j < len(search) and search[j].globstar:
             return go(i, j + 1) or (i < len(rule) and go(i + 1, j))
         if i == len(rule) or j == len(search):
             return False
@@ -185,22 +157,23 @@ def _under(path: str, directory: str) -> tuple[str, ...] | None:
     return tuple(s for s in path[len(prefix) :].split("/") if s)
 
 
-def reaches(spec: str, root: str, directory: ResolvedPath, below: tuple[str, ...]) -> bool:
+def reaches(spec: str, root: str, directory: ResolvedPath, below: Reach) -> bool:
     """Whether a search of ``directory`` reading ``below`` can touch a path ``spec`` matches.
 
     Args:
         spec: a path specifier (``./secrets/**``, ``.env``).
         root: the workspace root.
         directory: the directory searched, resolved.
-        below: the glob segments of the paths read, relative to ``directory``.
+        below: what the search reads, relative to ``directory`` (its alternatives).
     """
     bases, rest = pattern_parts(spec, root)
     for searched in {directory.lexical, directory.real}:
         for base in bases:
             inside = _under(base, searched)
-            if inside is not None and _overlap(inside + rest, below):
-                return True
             around = _under(searched, base)
-            if around and _overlap(rest, around + below):
-                return True
+            for alt in below:
+                if inside is not None and _overlap(inside + rest, alt):
+                    return True
+                if around and _overlap(rest, tuple(_literal(a) for a in around) + alt):
+                    return True
     return False

@@ -14,7 +14,8 @@ every call of the tool. A specifier is one of
   (see ``_urls``).
 
 ``Read`` rules also name every other read-only tool of ``path`` kind when denying or asking
-(``Target.names``), and a tree search is judged by what it reads (``Rule.reaches``).
+(``Target.names``), ``Edit`` rules every edit tool of ``path`` kind (``Write`` included) for
+allowing, denying and asking, and a tree search is judged by what it reads (``Rule.reaches``).
 
 A tool exposes its specifier through two metadata keys of its definition (the toolkit sets
 them): :data:`ARGUMENT_KEY` names the input argument and :data:`KIND_KEY` says how to read it
@@ -30,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from dive.permissions._errors import PermissionConfigError
-from dive.permissions._modes import is_read_only
+from dive.permissions._modes import is_edit_tool, is_read_only
 from dive.permissions._paths import ResolvedPath, glob_regex, path_matches, resolve_path
-from dive.permissions._reach import reaches, search_of
+from dive.permissions._reach import Reach, reaches, search_of
 from dive.permissions._shell import Segment, ShellSplit, split_command
 from dive.permissions._urls import domain_forms, domain_matches, url_glob_matches, url_hosts
 from dive.tools import Tool
@@ -82,6 +83,8 @@ class Target:
         below: for a tree search (``Grep``, ``Glob``), the glob segments of the paths it
             reads under ``path`` (see ``_reach``); None otherwise.
         reads: a read-only tool of ``path`` kind (``Read`` deny and ask rules apply to it).
+        edits: an edit tool of ``path`` kind that is not ``Edit`` (``Write``; ``Edit`` rules
+            apply to it).
     """
 
     tool: Tool
@@ -91,8 +94,9 @@ class Target:
     shell: ShellSplit | None = None
     path: ResolvedPath | None = None
     also: tuple[ResolvedPath, ...] = ()
-    below: tuple[str, ...] | None = None
+    below: Reach | None = None
     reads: bool = False
+    edits: bool = False
 
     @classmethod
     def of(cls, tool: Tool, arguments: Mapping[str, Any], root: str) -> Target:
@@ -103,6 +107,12 @@ class Target:
             return cls(tool=tool, kind=None, value=None, root=root)
         kind: SpecifierKind = kind_text  # pyright: ignore[reportAssignmentType]
         reads = kind == "path" and is_read_only(tool)
+        edits = (
+            kind == "path"
+            and not reads
+            and tool.name != "Edit"
+            and (is_edit_tool(tool) or tool.name == "Write")
+        )
         search = search_of(tool.name, argument, arguments) if kind == "path" else None
         if search is not None:
             also = () if search.path is None else (resolve_path(search.path, root),)
@@ -121,18 +131,26 @@ class Target:
             raw = "."  # an omitted path (Glob, Grep, ListDirectory) is the working directory
         value = raw if isinstance(raw, str) else None
         if value is None:
-            return cls(tool=tool, kind=kind, value=None, root=root, reads=reads)
+            return cls(tool=tool, kind=kind, value=None, root=root, reads=reads, edits=edits)
         if kind == "command":
             return cls(tool=tool, kind=kind, value=value, root=root, shell=split_command(value))
         if kind == "path":
             path = resolve_path(value, root)
-            return cls(tool=tool, kind=kind, value=value, root=root, path=path, reads=reads)
+            return cls(
+                tool=tool, kind=kind, value=value, root=root, path=path, reads=reads, edits=edits
+            )
         return cls(tool=tool, kind=kind, value=value, root=root)
 
     def names(self) -> tuple[str, ...]:
         """The tool names rules about this call may name (``Read`` too for a reading tool)."""
         if self.reads and self.tool.name != "Read":
             return (self.tool.name, "Read")
+        return self.allow_names()
+
+    def allow_names(self) -> tuple[str, ...]:
+        """The tool names allow rules about this call may name (``Edit`` too for ``Write``)."""
+        if self.edits:
+            return (self.tool.name, "Edit")
         return (self.tool.name,)
 
 

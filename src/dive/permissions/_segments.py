@@ -22,6 +22,9 @@ class Segment:
             behind each assignment and wrapper (and ``find -exec``).
         opaque: it runs code its words do not show (``eval``, ``bash -c``, ``source``, a
             shell reading its input, ``$CMD``); no allow rule with a specifier matches it.
+        runs: the commands it runs through wrappers, leading assignments and
+            ``find -exec`` (``env rm x`` runs ``rm x``); an allow rule for the segment allows
+            it only when each of these is allowed too.
     """
 
     text: str
@@ -30,6 +33,7 @@ class Segment:
     words: tuple[str, ...] = ()
     views: tuple[str, ...] = ()
     opaque: bool = False
+    runs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

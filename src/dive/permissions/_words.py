@@ -3,15 +3,12 @@
 A shell runs the first word of a simple command after leading ``NAME=value`` assignments. A
 *wrapper* runs another command given as its arguments, after options of its own:
 ``sudo -u root rm x`` runs ``rm x``. :func:`readings` follows assignments and the wrappers
-of :data:`WRAPPERS` (their options included) to every command a line runs, plus the commands
-of ``find -exec``/``-execdir``/``-ok``/``-okdir``. When a wrapper is given an option this
-table does not know, it may take an argument or not, so both readings are kept.
-
-:func:`opaque_scripts` says whether a command runs code the words do not show: ``eval``,
-``trap``, ``source``/``.``, a shell (``bash``, ``sh``, ...) with ``-c`` or reading its
-standard input, ``su -c``, ``watch``, ``env -S``, or a command name built by an expansion
-(``$CMD``, a glob such as ``/bin/r?``). It also returns what text it can see of that code
-(the ``-c`` string, a here-document, ``eval``'s arguments), so deny rules can look inside.
+of ``_wrappers.WRAPPERS`` (their options included) to every command a line runs, plus the
+commands of ``find -exec``/``-execdir``/``-ok``/``-okdir``; a command named by a path
+(``/bin/rm``, ``./../bin/rm``) is also read by its last component (``rm``). When a wrapper is
+given an option the table does not know, it may take an argument or not, so both readings
+are kept. Each :class:`Reading` says whether it is a command another one runs (``wrapped``):
+an allow rule for ``env`` or ``timeout`` must not allow what they run.
 
 :func:`ansi_c` decodes the body of a ``$'...'`` word as bash does.
 """
@@ -20,24 +17,14 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = [
-    "MAX_READINGS",
-    "SHELLS",
-    "WRAPPERS",
-    "Word",
-    "ansi_c",
-    "opaque_scripts",
-    "primary",
-    "readings",
-]
+from dive.permissions._wrappers import WRAPPERS, after_wrapper, exec_commands
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox", "fish"})
-_EVALS = frozenset({"eval", "trap"})
-_SOURCES = frozenset({"source", "."})
-_EXEC_FLAGS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+__all__ = ["MAX_READINGS", "Reading", "Word", "ansi_c", "primary", "readings"]
+
 _MAX_DEPTH = 16
 MAX_READINGS = 256
 """Readings of one command :func:`readings` gives at most."""
@@ -61,177 +48,29 @@ class Word:
     unexpanded: str | None = None
 
 
-def _env_assignment(text: str) -> bool:
-    """``NAME=value`` as ``env`` and ``sudo`` read it: any word with ``=`` in it."""
-    return "=" in text
+class Reading(NamedTuple):
+    """One command a simple command runs: its words, and whether another command runs it."""
+
+    words: tuple[Word, ...]
+    wrapped: bool
 
 
-@dataclass(frozen=True, slots=True)
-class _Options:
-    """How a wrapper reads its options before the command it runs."""
-
-    with_arg: str = ""  # short options taking an argument (attached or the next word)
-    flags: str = ""  # short options without one
-    optional: str = ""  # short options whose argument can only be attached (xargs -i)
-    long_with_arg: frozenset[str] = frozenset()
-    long_flags: frozenset[str] = frozenset()
-    stops: str = ""  # short options that make it run nothing (command -v)
-    assignments: bool = False  # NAME=value words may follow (env, sudo)
-    operands: int = 0  # words before the command (timeout's duration)
-    script: frozenset[str] = frozenset()  # options whose argument is split as a script
+class _Next(NamedTuple):
+    start: int
+    end: int
+    head: str | None  # replaces the first word when set
+    top: bool  # leading assignments are still to be read
+    wrapped: bool
 
 
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-WRAPPERS: Mapping[str, _Options] = {
-    "sudo": _Options(
-        with_arg="ugpCDhrtTRU",
-        flags="AbEHiKklnPSsVv",
-        long_with_arg=_names(
-            "user group prompt close-from chdir host role type command-timeout other-user chroot"
-        ),
-        long_flags=_names(
-            "preserve-env login shell non-interactive background askpass set-home stdin "
-            "reset-timestamp remove-timestamp list validate preserve-groups bell"
-        ),
-        assignments=True,
-    ),
-    "doas": _Options(with_arg="uC", flags="nsL"),
-    "env": _Options(
-        with_arg="uCSP",
-        flags="i0v",
-        long_with_arg=_names("unset chdir split-string"),
-        long_flags=_names("ignore-environment null debug"),
-        assignments=True,
-        script=frozenset({"S", "split-string"}),
-    ),
-    "command": _Options(flags="pvV", stops="vV"),
-    "builtin": _Options(),
-    "exec": _Options(with_arg="a", flags="cl"),
-    "nohup": _Options(),
-    "time": _Options(
-        with_arg="fo",
-        flags="pavqV",
-        long_with_arg=_names("format output"),
-        long_flags=_names("append verbose quiet portability"),
-    ),
-    "nice": _Options(with_arg="n", flags="0123456789", long_with_arg=_names("adjustment")),
-    "ionice": _Options(with_arg="cnPpu", flags="t", long_with_arg=_names("class classdata")),
-    "timeout": _Options(
-        with_arg="sk",
-        flags="v",
-        long_with_arg=_names("signal kill-after"),
-        long_flags=_names("preserve-status foreground verbose"),
-        operands=1,
-    ),
-    "stdbuf": _Options(with_arg="ioe", long_with_arg=_names("input output error")),
-    "setsid": _Options(flags="cfw", long_flags=_names("ctty fork wait")),
-    "xargs": _Options(
-        with_arg="aEdILnPs",
-        flags="0prtxo",
-        optional="eil",
-        long_with_arg=_names(
-            "arg-file delimiter eof replace max-lines max-args max-procs max-chars process-slot-var"
-        ),
-        long_flags=_names("null interactive no-run-if-empty verbose exit open-tty show-limits"),
-    ),
-}
-
-
-def _short(word: str, spec: _Options) -> tuple[int, bool, str | None, bool]:
-    """A short-option cluster: (words used, known, the script option's argument, arg pending)."""
-    known = True
-    for j in range(1, len(word)):
-        ch = word[j]
-        if ch in spec.with_arg:
-            attached = word[j + 1 :]
-            is_script = ch in spec.script
-            if attached:
-                return 1, known, attached if is_script else None, False
-            return 2, known, None, is_script
-        if ch in spec.optional:
-            return 1, known, None, False
-        if ch not in spec.flags:
-            known = False
-    return 1, known, None, False
-
-
-def _after_wrapper(
-    words: Sequence[Word], spec: _Options, scripts: list[str]
-) -> tuple[int, list[int]]:
-    """Where the wrapped command starts, and other starts an unknown option makes possible."""
-    i, n = 1, len(words)
-    others: list[int] = []
-    while i < n:
-        w = words[i].value
-        if w == "--":
-            i += 1
-            break
-        if w.startswith("--"):
-            name, eq, arg = w[2:].partition("=")
-            if name in spec.script:
-                if eq:
-                    scripts.append(arg)
-                elif i + 1 < n:
-                    scripts.append(words[i + 1].value)
-            if eq or name in spec.long_flags:
-                i += 1
-            elif name in spec.long_with_arg:
-                i += 2
-            else:
-                others.append(i + 2)
-                i += 1
-            continue
-        if w == "-" and spec.assignments:  # ``env -`` is ``env -i``
-            i += 1
-            continue
-        if w.startswith("-") and len(w) > 1:
-            if any(ch in spec.stops for ch in w[1:]):
-                return n, []
-            used, known, script, pending = _short(w, spec)
-            if script is not None:
-                scripts.append(script)
-            if pending and i + 1 < n:
-                scripts.append(words[i + 1].value)
-            if not known:
-                others.append(i + used + 1)
-            i += used
-            continue
-        break
-    if spec.assignments:
-        while i < n and _env_assignment(words[i].value):
-            i += 1
-    i += spec.operands
-    return i, [o + spec.operands for o in others if o < n]
-
-
-def _exec_commands(words: Sequence[Word]) -> list[tuple[int, int]]:
-    """Where the commands of ``find ... -exec cmd args ;`` are (``-execdir``, ``-ok``, ...)."""
-    out: list[tuple[int, int]] = []
-    i = 1
-    while i < len(words):
-        if words[i].value in _EXEC_FLAGS:
-            j = i + 1
-            while j < len(words) and words[j].value not in (";", "+"):
-                j += 1
-            if j > i + 1:
-                out.append((i + 1, j))
-            i = j
-        i += 1
-    return out
-
-
-def readings(
-    words: Sequence[Word], scripts: list[str] | None = None
-) -> tuple[list[tuple[Word, ...]], bool]:
+def readings(words: Sequence[Word], scripts: list[str] | None = None) -> tuple[list[Reading], bool]:
     """Every command ``words`` runs: the words themselves, then through assignments and wrappers.
 
     The first reading is the words as given, then (breadth first) the command behind the
     leading assignments, behind an expansion in command position, behind each wrapper (the
-    reading of :data:`WRAPPERS` before the others an unknown option allows), and in
-    ``find -exec``. ``env -S`` strings are added to ``scripts``.
+    reading of the table before the others an unknown option allows), in ``find -exec``,
+    and the last component of a command named by its path. ``env -S`` strings are added to
+    ``scripts``.
 
     Args:
         words: the words of one simple command (redirections removed).
@@ -242,13 +81,12 @@ def readings(
         are not read; the caller treats the command as opaque).
     """
     base = tuple(words)
-    found: list[tuple[Word, ...]] = []
+    found: list[Reading] = []
     seen: set[tuple[int, int, str | None]] = set()
     sink = scripts if scripts is not None else []
-    # a reading is base[start:end], its first word replaced by ``head`` when that is set
-    queue: deque[tuple[int, int, str | None, bool]] = deque([(0, len(base), None, True)])
+    queue: deque[_Next] = deque([_Next(0, len(base), None, True, False)])
     while queue:
-        start, end, head_value, top = queue.popleft()
+        start, end, head_value, top, wrapped = queue.popleft()
         key = (start, end, head_value)
         if start >= end or key in seen:
             continue  # read already (a wrapper's readings often meet again)
@@ -260,32 +98,44 @@ def readings(
             if head_value is None
             else (Word(value=head_value), *base[start + 1 : end])
         )
-        found.append(ws)
-        i = 0
-        while top and i < len(ws) and ws[i].assign:
-            i += 1
-        if i:
-            queue.append((start + i, end, None, False))
-            continue
-        head = ws[0]
-        if not head.literal:  # ``$EMPTY rm x`` runs ``rm x`` when the expansion is empty
-            k = next((j for j, w in enumerate(ws) if w.literal), len(ws))
-            queue.append((start + k, end, None, False))  # every leading expansion empty
-            queue.append((start + 1, end, None, False))
-            if head.unexpanded:
-                queue.append((start, end, head.unexpanded, False))
-            continue
-        spec = WRAPPERS.get(head.value)
-        if spec is not None:
-            first, others = _after_wrapper(ws, spec, sink)
-            queue.extend((start + j, end, None, False) for j in (first, *others))
-        if head.value == "find":
-            queue.extend((start + a, start + b, None, False) for a, b in _exec_commands(ws))
+        found.append(Reading(ws, wrapped))
+        queue.extend(_following(ws, start, end, top, wrapped, sink))
     return found, False
 
 
+def _following(
+    ws: tuple[Word, ...], start: int, end: int, top: bool, wrapped: bool, sink: list[str]
+) -> list[_Next]:
+    """The readings one reading leads to."""
+    i = 0
+    while top and i < len(ws) and ws[i].assign:
+        i += 1
+    if i:
+        return [_Next(start + i, end, None, False, True)]
+    head = ws[0]
+    if not head.literal:  # ``$EMPTY rm x`` runs ``rm x`` when the expansion is empty
+        k = next((j for j, w in enumerate(ws) if w.literal), len(ws))
+        out = [_Next(start + k, end, None, False, True), _Next(start + 1, end, None, False, True)]
+        if head.unexpanded:
+            out.append(_Next(start, end, head.unexpanded, False, True))
+        return out
+    out: list[_Next] = []
+    name = head.value
+    if "/" in name:
+        base_name = name.rstrip("/").rsplit("/", 1)[-1]
+        if base_name and base_name != name:  # ``/bin/rm`` runs ``rm``; the same command
+            out.append(_Next(start, end, base_name, False, wrapped))
+    spec = WRAPPERS.get(name)
+    if spec is not None:
+        first, others = after_wrapper(ws, spec, sink)
+        out.extend(_Next(start + j, end, None, False, True) for j in (first, *others))
+    if name == "find":
+        out.extend(_Next(start + a, start + b, None, False, True) for a, b in exec_commands(ws))
+    return out
+
+
 def primary(words: Sequence[Word]) -> tuple[Word, ...]:
-    """The command ``words`` runs, through assignments and wrappers as :data:`WRAPPERS` reads."""
+    """The command ``words`` runs, through assignments and wrappers as the table reads them."""
     i = 0
     while i < len(words) and words[i].assign:
         i += 1
@@ -296,79 +146,11 @@ def primary(words: Sequence[Word]) -> tuple[Word, ...]:
         spec = WRAPPERS.get(current[0].value) if current[0].literal else None
         if spec is None:
             return current
-        start, _ = _after_wrapper(current, spec, [])
+        start, _ = after_wrapper(current, spec, [])
         if start >= len(current):
             return current
         current = current[start:]
     return current
-
-
-def _shell_script(words: Sequence[Word], stdin: Sequence[str]) -> tuple[bool, list[str]]:
-    """A shell invocation: opaque unless it runs a named script file; its visible code."""
-    i, has_c, has_s = 1, False, False
-    while i < len(words):
-        w = words[i].value
-        if w == "--" or w == "-":
-            i += 1
-            break
-        if w in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-            i += 2
-            continue
-        if w.startswith("--"):
-            if w in ("--version", "--help"):
-                return False, []
-            i += 1
-            continue
-        if len(w) > 1 and w[0] in "-+":
-            has_c = has_c or (w[0] == "-" and "c" in w[1:])
-            has_s = has_s or (w[0] == "-" and "s" in w[1:])
-            i += 1
-            continue
-        break
-    if has_c:
-        return True, [words[i].value] if i < len(words) else []
-    if i < len(words) and not has_s and words[i].literal:
-        return False, []  # ``bash script.sh``: a named script file
-    return True, list(stdin)  # reads its input (or a script made by ``<(...)``, ``$F``)
-
-
-def _option_argument(words: Sequence[Word], option: str) -> list[str]:
-    for i, w in enumerate(words[1:-1], start=1):
-        if w.value == option:
-            return [words[i + 1].value]
-    return []
-
-
-def opaque_scripts(words: Sequence[Word], stdin: Sequence[str]) -> tuple[bool, list[str]]:
-    """Whether the command runs code its words do not show, and the code text visible.
-
-    Args:
-        words: one reading of the command (see :func:`readings`).
-        stdin: here-document bodies and here-strings fed to it.
-    """
-    if not words:
-        return False, []
-    head = words[0]
-    name = head.value
-    if head.assign:
-        return False, []  # an assignment line; the command after it is another reading
-    if not head.literal:
-        return True, []
-    if name in _EVALS:
-        rest = [w.value for w in words[1:]]
-        return True, [" ".join(rest) if name == "eval" else (rest[0] if rest else "")]
-    if name in _SOURCES:
-        return True, []
-    if name in SHELLS:
-        return _shell_script(words, stdin)
-    if name == "su":
-        return True, _option_argument(words, "-c")
-    if name == "watch":
-        i = 1
-        while i < len(words) and words[i].value.startswith("-"):
-            i += 2 if words[i].value in ("-n", "--interval") else 1
-        return True, [" ".join(w.value for w in words[i:])]
-    return False, []
 
 
 _SIMPLE_ESCAPES = {

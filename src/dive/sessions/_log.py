@@ -3,8 +3,9 @@
 A session is an ordered log of entries: turn records and compaction records. ``checkpoint``
 replaces the open turn when the ids match, appends otherwise (marking an incomplete open turn
 ``superseded``), and refuses to append while the open turn is suspended. The snapshot's
-history starts at the latest compaction summary; superseded and completed turns appear with
-their (closed) messages.
+history starts at the latest compaction (its kept head, summary and kept tail); superseded and
+completed turns appear with their (closed) messages. A compaction is refused while the open
+turn is suspended or running (it would hide that turn), and its view must be a valid history.
 """
 
 from __future__ import annotations
@@ -16,9 +17,16 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict
 
-from dive.errors import NoTurnError, RevisionConflictError, SuspendedSessionError, UserError
+from dive.errors import (
+    MessageValidationError,
+    NoTurnError,
+    RevisionConflictError,
+    SaveRejectedError,
+    SuspendedSessionError,
+    UserError,
+)
 from dive.llm import Usage
-from dive.messages import Message
+from dive.messages import Message, validate_complete_turns
 from dive.messages.codec import FORBID_EXTRA
 from dive.sessions._protocol import SessionSnapshot
 from dive.turns import SCHEMA_VERSION, Turn, TurnOutcome
@@ -28,7 +36,9 @@ __all__ = [
     "Entry",
     "Head",
     "Plan",
+    "compaction_entry",
     "plan_checkpoint",
+    "plan_compact",
     "plan_checkpoint_tail",
     "plan_remove_last",
     "snapshot",
@@ -39,13 +49,24 @@ _OPEN = frozenset({"suspended", "incomplete", "running"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Compaction:
-    """A non-destructive compaction record: history restarts at ``summary``."""
+    """A non-destructive compaction record: history restarts at ``head + summary + tail``.
+
+    ``head`` and ``tail`` are verbatim copies of messages the compaction kept (the first
+    exchange, the most recent ones); the turns they came from stay stored unchanged.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     kind: Literal["compaction"] = "compaction"
     summary: Message
+    head: tuple[Message, ...] = ()
+    tail: tuple[Message, ...] = ()
     revision: int = 0
     created_at: datetime | None = None
+
+    @property
+    def view(self) -> tuple[Message, ...]:
+        """The history this compaction restarts from."""
+        return (*self.head, self.summary, *self.tail)
 
 
 Entry = Turn | Compaction
@@ -75,7 +96,7 @@ def snapshot(entries: Sequence[Entry], revision: int) -> SessionSnapshot:
     history: list[Message] = []
     for e in entries[start:end]:
         if isinstance(e, Compaction):
-            history.append(e.summary)
+            history.extend(e.view)
         else:
             history.extend(e.messages)
     latest: TurnOutcome | None = None
@@ -181,6 +202,45 @@ def plan_checkpoint_tail(
             "close it with cancel_suspended_turn() before starting a new turn"
         )
     return Plan("append", stamped, supersede=found is not None)
+
+
+def plan_compact(last: Head | None) -> None:
+    """Check that a compaction may be appended after the last entry."""
+    if last is None or not last.is_open:
+        return
+    if last.status == "suspended":
+        raise SuspendedSessionError(
+            f"the session's turn {last.turn_id} is suspended: resume it with tool_results= or "
+            "close it with cancel_suspended_turn() before compacting; nothing was written"
+        )
+    if last.status == "running":
+        raise SaveRejectedError(
+            f"the session's turn {last.turn_id} is running: compact after it ends (a crashed "
+            "turn is closed by the next run); nothing was written"
+        )
+
+
+def compaction_entry(
+    summary: Message,
+    *,
+    head: Sequence[Message] = (),
+    tail: Sequence[Message] = (),
+    revision: int,
+) -> Compaction:
+    """The record of a compaction; its view must be a valid history (``UserError``)."""
+    if summary.kind != "compaction_summary":
+        summary = summary.with_(kind="compaction_summary")
+    entry = Compaction(
+        summary=summary, head=tuple(head), tail=tuple(tail), revision=revision, created_at=now()
+    )
+    try:
+        validate_complete_turns(entry.view)
+    except MessageValidationError as exc:
+        raise UserError(
+            f"the compacted history is not a valid history ({exc}): keep whole tool exchanges "
+            "in head and tail; nothing was written"
+        ) from exc
+    return entry
 
 
 def plan_remove_last(last: Head | None, *, expected_revision: int | None, revision: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -10,13 +11,14 @@ from dive.errors import SessionClaimedError, UserError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.sessions._log import (
-    Compaction,
     Entry,
     Head,
+    compaction_entry,
     fork_entries,
     now,
     open_turn,
     plan_checkpoint,
+    plan_compact,
     plan_remove_last,
     snapshot,
     sum_usage,
@@ -114,11 +116,17 @@ class MemorySessionStore:
         target.entries = fork_entries(source.entries, include_open_turn=include_open_turn)
         return self._bump(target)
 
-    async def compact(self, id: str, summary: Message) -> int:
+    async def compact(
+        self,
+        id: str,
+        summary: Message,
+        *,
+        head: Sequence[Message] = (),
+        tail: Sequence[Message] = (),
+    ) -> int:
         row = self._row(id)
-        if summary.kind != "compaction_summary":
-            summary = summary.with_(kind="compaction_summary")
-        entry = Compaction(summary=summary, revision=row.revision + 1, created_at=now())
+        plan_compact(Head.of(row.entries[-1]) if row.entries else None)
+        entry = compaction_entry(summary, head=head, tail=tail, revision=row.revision + 1)
         row.entries.append(entry)
         return self._bump(row)
 

@@ -10,7 +10,7 @@ rows timed by the database clock.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -26,11 +26,12 @@ from dive.sessions._codec import (
     stamp,
 )
 from dive.sessions._log import (
-    Compaction,
     Entry,
     Head,
+    compaction_entry,
     fork_entries,
     plan_checkpoint_tail,
+    plan_compact,
     plan_remove_last,
     snapshot,
     sum_usage,
@@ -296,14 +297,20 @@ class PostgresSessionStore:
             turns = sum(1 for e in copied if isinstance(e, Turn))
             return await _bump(conn, new_id, 0, turns=turns)
 
-    async def compact(self, id: str, summary: Message) -> int:
+    async def compact(
+        self,
+        id: str,
+        summary: Message,
+        *,
+        head: Sequence[Message] = (),
+        tail: Sequence[Message] = (),
+    ) -> int:
         validate_session_id(id)
-        if summary.kind != "compaction_summary":
-            summary = summary.with_(kind="compaction_summary")
         async with self._use("compacting", id, transaction=True) as conn:
             rev = await _lock(conn, id)
             last = await _head(conn, id)
-            entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
+            plan_compact(last[1] if last is not None else None)
+            entry = compaction_entry(summary, head=head, tail=tail, revision=rev + 1)
             await _insert(conn, id, (last[0] + 1) if last else 0, rev + 1, entry)
             return await _bump(conn, id, rev)
 

@@ -9,7 +9,7 @@ the open turn when the ids match and appends a new turn otherwise; a stale
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -111,8 +111,19 @@ class SessionStore(Protocol):
         """Copy a session up to its last completed turn (optionally the open turn, closed)."""
         ...
 
-    async def compact(self, id: str, summary: Message) -> int:
-        """Record a compaction summary; earlier turns stay stored but leave the history."""
+    async def compact(
+        self,
+        id: str,
+        summary: Message,
+        *,
+        head: Sequence[Message] = (),
+        tail: Sequence[Message] = (),
+    ) -> int:
+        """Record a compaction; earlier turns stay stored but leave the history.
+
+        The history restarts at ``head + summary + tail`` (verbatim copies of kept messages;
+        it must be a valid history). Refused while the open turn is suspended or running.
+        """
         ...
 
     async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
@@ -169,9 +180,13 @@ class Session:
         """See :meth:`SessionStore.fork`."""
         return await self.store.fork(self.id, new_id, include_open_turn=include_open_turn)
 
-    async def compact(self, summary: Message) -> int:
+    async def compact(
+        self, summary: Message, *, head: Sequence[Message] = (), tail: Sequence[Message] = ()
+    ) -> int:
         """See :meth:`SessionStore.compact`."""
-        return await self.store.compact(self.id, summary)
+        if not head and not tail:
+            return await self.store.compact(self.id, summary)
+        return await self.store.compact(self.id, summary, head=head, tail=tail)
 
     async def remove_last_turn(self, *, expected_revision: int | None = None) -> int:
         """See :meth:`SessionStore.remove_last_turn`."""

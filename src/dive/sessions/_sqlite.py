@@ -13,7 +13,7 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,11 +33,12 @@ from dive.sessions._codec import (
     stamp,
 )
 from dive.sessions._log import (
-    Compaction,
     Entry,
     Head,
+    compaction_entry,
     fork_entries,
     plan_checkpoint_tail,
+    plan_compact,
     plan_remove_last,
     snapshot,
     sum_usage,
@@ -317,14 +318,21 @@ class SQLiteSessionStore:
 
         return await self._write(self._where(f"forking into {new_id!r}", id), f)
 
-    async def compact(self, id: str, summary: Message) -> int:
+    async def compact(
+        self,
+        id: str,
+        summary: Message,
+        *,
+        head: Sequence[Message] = (),
+        tail: Sequence[Message] = (),
+    ) -> int:
         validate_session_id(id)
-        if summary.kind != "compaction_summary":
-            summary = summary.with_(kind="compaction_summary")
 
         def f(c: sqlite3.Connection) -> int:
             rev = _revision(c, id)
-            entry = Compaction(summary=summary, revision=rev + 1, created_at=datetime.now(UTC))
+            last = _head(c, id)
+            plan_compact(last[1] if last is not None else None)
+            entry = compaction_entry(summary, head=head, tail=tail, revision=rev + 1)
             _insert(c, id, _next_seq(c, id), rev + 1, entry)
             return _bump(c, id, rev)
 

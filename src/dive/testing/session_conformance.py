@@ -22,6 +22,7 @@ from dive.errors import (
     DiveError,
     NoTurnError,
     RevisionConflictError,
+    SaveRejectedError,
     SessionClaimedError,
     SuspendedSessionError,
     UserError,
@@ -278,6 +279,47 @@ async def check_compaction_is_non_destructive(store: SessionStore) -> None:
     await store.checkpoint("c", turn(text="after"), expected_revision=3)
     snap = await store.load("c")
     assert [m.text for m in snap.history] == ["summary of it all", "after", "re: after"]
+
+
+@check
+async def check_compaction_keeps_a_head_and_a_tail(store: SessionStore) -> None:
+    first, second = turn(text="one"), turn(text="two")
+    await store.checkpoint("k", first, expected_revision=0)
+    await store.checkpoint("k", second, expected_revision=1)
+    call = ToolCall(id="kc", name="look", arguments={})
+    tail = (
+        Message.assistant(call),
+        Message.tool(ToolResult(tool_call_id="kc", name="look", content=(TextBlock(text="x"),))),
+        *second.messages,
+    )
+    rev = await store.compact("k", Message.user("sum"), head=first.messages[:1], tail=tail)
+    assert rev == 3
+    snap = await store.load("k")
+    assert [m.text for m in snap.history] == ["one", "sum", "", "", "two", "re: two"]
+    assert snap.history[1].kind == "compaction_summary"
+    validate_complete_turns(snap.history)
+    assert [t.id for t in await store.turns("k")] == [first.id, second.id]  # originals kept
+    await store.checkpoint("k", turn(text="three"), expected_revision=3)
+    assert [m.text for m in (await store.load("k")).history][-2:] == ["three", "re: three"]
+    # a view that splits a tool exchange is refused, nothing written
+    await _raises(UserError, store.compact("k", Message.user("bad"), tail=tail[:1]))
+    assert (await store.load("k")).revision == 4
+
+
+@check
+async def check_compaction_refuses_to_hide_an_open_turn(store: SessionStore) -> None:
+    await store.checkpoint("o", turn(text="a"), expected_revision=0)
+    await store.checkpoint("o", turn("suspended"), expected_revision=1)
+    await _raises(SuspendedSessionError, store.compact("o", Message.user("sum")))
+    snap = await store.load("o")
+    assert snap.revision == 2
+    assert snap.open_turn is not None
+    assert snap.open_turn.status == "suspended"
+    await store.checkpoint("r", turn("running"), expected_revision=0)
+    await _raises(SaveRejectedError, store.compact("r", Message.user("sum")))
+    running = (await store.load("r")).open_turn
+    assert running is not None
+    assert running.status == "running"
 
 
 @check

@@ -1,6 +1,15 @@
 """``Bash``: one shell command per call, in a fresh ``/bin/bash -c`` under the workspace root.
 
-Flow of a call: the command starts in its own session and process group
+By default every command runs inside the OS sandbox of ``_sandbox`` (bubblewrap on Linux):
+the workspace is the only place it can write (``.dive/`` excepted), it sees neither the
+agent's processes nor the network (unless ``network=True``), and nothing it starts outlives
+the call. Where the sandbox cannot run (no ``bwrap``, no user namespaces, not Linux) the
+tool says so once in the log and refuses every command, unless it was built with
+``sandbox="off"``: that is logged when the tool is built and noted on each call's approval
+record by the permission engine (definition metadata ``dive.sandbox="off"``).
+
+Flow of a call: the command (``bwrap``, or the shell itself) starts in its own session and
+process group
 (``start_new_session=True``) with the working directory set to the root, stdin from
 ``/dev/null``, stdout and stderr merged into one pipe, and a filtered environment. Output is
 read as it arrives into a head and a tail buffer (memory stays bounded whatever the command
@@ -20,27 +29,28 @@ own is still found (by the session id in ``/proc/<pid>/stat``) and killed. The `
 scan runs in a worker thread, never on the event loop. Where there is no ``/proc`` (macOS,
 the BSDs) only the process group is killed, and jobs in groups of their own escape.
 
-This is not a sandbox: the command runs as the current user with the user's file system and
-network. It cannot ``cd`` for later calls (each call starts again at the root), but nothing
-stops it from reading or writing outside the root, and a process that starts a session of
-its own (``setsid``) escapes the kill.
+With ``sandbox="off"`` the command runs as the current user with the user's file system and
+network: nothing stops it from reading or writing outside the root, reading the agent's
+environment through ``/proc``, and a process that starts a session of its own (``setsid``)
+escapes the kill.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import fnmatch
+import logging
 import os
 import signal
-from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dive.errors import UserError
+from dive.toolkit._process import Output, kill_in_background, terminate
+from dive.toolkit._sandbox import Sandbox, sandbox_problem
 from dive.tools import (
     Tool,
     ToolAnnotations,
@@ -80,9 +90,8 @@ SECRET_ENV_PATTERNS: tuple[str, ...] = (
 """Names never passed on from the parent environment, whatever the allow-list says."""
 
 _LINGER = 1.0  # seconds the output may stay open after the shell exited
-_POLL = 0.05
-_READ_SIZE = 65536
-_background: set[asyncio.Task[None]] = set()
+_log = logging.getLogger("dive.toolkit")
+_SIGNALS = frozenset(int(s) for s in signal.Signals)
 
 
 class BashInput(BaseModel):
@@ -124,182 +133,6 @@ def _environment(
     return env
 
 
-class _Output:
-    """Reads a pipe on the event loop into a bounded head and tail (characters)."""
-
-    def __init__(self, fd: int, cap: int) -> None:
-        self._fd = fd
-        self._loop = asyncio.get_running_loop()
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._head: list[str] = []
-        self._head_room = cap // 2
-        self._tail: deque[str] = deque()
-        self._tail_len = 0
-        self._tail_cap = cap - cap // 2
-        self._stream_room = cap
-        self.pending: list[str] = []  # text not yet streamed to the context
-        self.total = 0
-        self.closed = asyncio.Event()
-        self.changed = asyncio.Event()
-        os.set_blocking(fd, False)
-        self._loop.add_reader(fd, self._readable)
-
-    def _readable(self) -> None:
-        try:
-            data = os.read(self._fd, _READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._take(self._decoder.decode(b"", final=True))
-            self.close()
-            return
-        self._take(self._decoder.decode(data))
-
-    def _take(self, text: str) -> None:
-        if not text:
-            return
-        self.total += len(text)
-        if self._stream_room > 0:
-            self.pending.append(text[: self._stream_room])
-            self._stream_room -= len(self.pending[-1])
-            self.changed.set()
-        if self._head_room > 0:
-            self._head.append(text[: self._head_room])
-            self._head_room -= len(self._head[-1])
-            text = text[len(self._head[-1]) :]
-        if not text:
-            return
-        self._tail.append(text)
-        self._tail_len += len(text)
-        while self._tail_len > self._tail_cap:
-            extra = self._tail_len - self._tail_cap
-            first = self._tail[0]
-            if len(first) <= extra:
-                self._tail.popleft()
-                self._tail_len -= len(first)
-            else:
-                self._tail[0] = first[extra:]
-                self._tail_len -= extra
-
-    def close(self) -> None:
-        if self.closed.is_set():
-            return
-        self._loop.remove_reader(self._fd)
-        os.close(self._fd)
-        self.closed.set()
-        self.changed.set()
-
-    def text(self, cap: int) -> str:
-        head, tail = "".join(self._head), "".join(self._tail)
-        cut = self.total - len(head) - len(tail)
-        if cut <= 0:
-            return head + tail
-        return (
-            f"{head}\n\n[… {cut:,} characters of output truncated here: the output was "
-            f"{self.total:,} characters and is capped at {cap:,} …]\n\n{tail}"
-        )
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _scan_session(leader: int, sig: signal.Signals | None) -> bool | None:
-    """Whether a process of ``leader``'s session or group is alive; ``sig`` is sent to each.
-
-    The call's shell leads its own session (``start_new_session=True``), so its pid is the
-    session id of everything it started, including jobs that ``set -m`` moved into process
-    groups of their own. The session is read from field 6 of ``/proc/<pid>/stat`` (parsed
-    after the last ``)``, since the command name may hold one); zombies waiting to be reaped
-    don't count. Returns None where there is no ``/proc`` (not Linux): then only the group
-    can be found. This reads every ``/proc/<pid>/stat``, so it runs in a worker thread.
-    """
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return None
-    wanted = str(leader).encode()
-    alive = False
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[-1].split()
-        except OSError:
-            continue
-        if len(fields) < 4 or fields[0] in (b"Z", b"X") or wanted not in (fields[2], fields[3]):
-            continue
-        alive = True
-        if sig is not None:
-            try:
-                os.kill(int(name), sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-    return alive
-
-
-async def _signal_tree(leader: int, sig: signal.Signals | None, *, group: bool = True) -> bool:
-    """Signal the group (if ``group``) and every live process of the session; True if any is.
-
-    The session scan runs in a worker thread (it also sends the signals, so a cancelled
-    caller still kills). Without ``/proc`` only the group is signalled and checked.
-    """
-    if group and sig is not None:
-        _signal_group(leader, sig)
-    alive = await asyncio.to_thread(_scan_session, leader, sig)
-    if alive is not None:
-        return alive
-    try:
-        os.killpg(leader, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-async def _terminate(
-    proc: asyncio.subprocess.Process, output: _Output, grace: float, *, term: bool = True
-) -> None:
-    """``SIGTERM`` the tree, ``SIGKILL`` it after ``grace`` seconds, reap the shell.
-
-    The tree is the shell's process group and, on Linux, every process of its session. With
-    ``term=False`` the group has had its ``SIGTERM`` already; the rest of the session gets it.
-    """
-    leader = proc.pid
-    loop = asyncio.get_running_loop()
-    try:
-        alive = await _signal_tree(leader, signal.SIGTERM, group=term)
-        deadline = loop.time() + grace
-        while alive and loop.time() < deadline:
-            await asyncio.sleep(_POLL)
-            alive = await _signal_tree(leader, None)
-    finally:
-        _signal_group(leader, signal.SIGKILL)
-        try:
-            await _signal_tree(leader, signal.SIGKILL, group=False)
-            await proc.wait()
-            try:
-                async with asyncio.timeout(grace):
-                    await output.closed.wait()
-            except TimeoutError:
-                pass  # a process that left the session still holds the pipe: stop reading
-        finally:
-            output.close()
-
-
-def _kill_in_background(proc: asyncio.subprocess.Process, output: _Output, grace: float) -> None:
-    """For a cancelled call: ``SIGTERM`` the group now, the rest without delaying the cancel."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    task = asyncio.get_running_loop().create_task(_terminate(proc, output, grace, term=False))
-    _background.add(task)
-    task.add_done_callback(_background.discard)
-
-
 class Bash(Tool):
     """Runs a shell command in a fresh ``/bin/bash -c`` at the workspace root.
 
@@ -308,14 +141,15 @@ class Bash(Tool):
     as ``Bash(git status:*)`` against the ``command`` argument (metadata
     ``dive.permission.argument="command"``, ``dive.permission.kind="command"``).
 
-    What it confines: every call starts at ``root`` (a ``cd`` does not carry over), runs in
-    its own session and process group, and on timeout or cancellation the group and (on
-    Linux, through ``/proc``) every process of the session are killed, jobs that ``set -m``
-    put in groups of their own included; elsewhere only the group is killed. A call sees
-    only the allowed environment variables and returns at most ``output_cap`` characters.
-    What it does not:
-    it is **not a sandbox**. The command runs as the current user and may read, write and
-    connect anywhere that user can; use a container or a permission policy for that.
+    What it confines: by default every command runs in the OS sandbox (bubblewrap, see
+    :class:`Sandbox`): it can write only the workspace (``.dive/`` and the sandbox's
+    ``read_only`` paths excepted) and a private ``/tmp``, sees its own processes only, has
+    no network unless ``network=True``, and nothing it starts survives the call. Every call
+    starts at ``root`` (a ``cd`` does not carry over), runs in its own session and process
+    group, and on timeout or cancellation the whole tree is killed. A call sees only the
+    allowed environment variables and returns at most ``output_cap`` characters. What the
+    sandbox does not stop: reading files every user may read, and using CPU and memory.
+    Where it cannot run, every call is refused with a message saying why and what to do.
 
     Args:
         root: the working directory of every command (must be an existing directory).
@@ -335,11 +169,17 @@ class Bash(Tool):
         requires_approval: ask before each command (the approval gate suspends the turn; a
             permission policy's rules, such as ``Bash(git status:*)``, and mode decide);
             ``False`` runs every command unasked.
+        network: let commands use the host's network (``True``); by default they have none
+            but their own loopback interface.
+        sandbox: how commands are confined: a :class:`Sandbox` (None: the default one), or
+            ``"off"`` to run them unconfined as the current user (logged as a warning here,
+            and noted on each call's approval record by the permission engine).
         name: the tool's name.
 
     Raises:
         UserError: ``root`` is not a directory, a limit is not positive, the default
-            timeout exceeds the maximum, or ``env_allow`` names a secret.
+            timeout exceeds the maximum, ``env_allow`` names a secret, or ``sandbox`` is
+            neither a :class:`Sandbox` nor ``"off"``.
     """
 
     def __init__(
@@ -353,8 +193,16 @@ class Bash(Tool):
         output_cap: int = 30_000,
         kill_grace: float = 2.0,
         requires_approval: bool = True,
+        network: bool = False,
+        sandbox: Sandbox | Literal["off"] | None = None,
         name: str = "Bash",
     ) -> None:
+        known = sandbox is None or sandbox == "off"
+        if not known and not isinstance(sandbox, Sandbox):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f'Bash: sandbox must be a Sandbox(...), None (the default) or "off", not '
+                f"{sandbox!r}"
+            )
         path = Path(root).expanduser()
         if not path.is_dir():
             raise UserError(f"Bash: root {str(root)!r} is not an existing directory")
@@ -382,6 +230,14 @@ class Bash(Tool):
         self.max_timeout = float(max_timeout)
         self.output_cap = output_cap
         self.kill_grace = float(kill_grace)
+        self.network = bool(network)
+        self.sandbox: Sandbox | None = None if sandbox == "off" else (sandbox or Sandbox())
+        if self.sandbox is None:
+            _log.warning(
+                'Bash(%s, sandbox="off"): commands run unconfined, as the current user, with '
+                "its files, processes and network",
+                self.root,
+            )
         self.annotations = ToolAnnotations(
             title="Run a shell command", destructive=True, open_world=True
         )
@@ -394,6 +250,7 @@ class Bash(Tool):
                 "metadata": {
                     "dive.permission.argument": "command",
                     "dive.permission.kind": "command",
+                    "dive.sandbox": "off" if self.sandbox is None else "bwrap",
                 },
                 "requires_approval": requires_approval,
             },
@@ -414,7 +271,17 @@ class Bash(Tool):
             "- Background processes (cmd &) that still write to the output when the command "
             "ends are stopped; redirect their output (cmd > log 2>&1 &) to keep them running.\n"
             "- Prefer the dedicated file tools, when available, for reading, searching and "
-            "editing files."
+            "editing files." + self._sandbox_note()
+        )
+
+    def _sandbox_note(self) -> str:
+        if self.sandbox is None:
+            return ""
+        network = "the network is reachable" if self.network else "there is no network access"
+        return (
+            "\n- Commands run in a sandbox: only the workspace and a private /tmp are writable "
+            f"(.dive/ is read-only), {network}, other processes are invisible, and nothing "
+            "started in the background survives the command."
         )
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -439,14 +306,23 @@ class Bash(Tool):
         args: BashInput = input
         requested = args.timeout if args.timeout is not None else self.default_timeout
         limit = min(requested, self.max_timeout)
+        argv, env = ["/bin/bash", "-c", args.command], self.environment()
+        if self.sandbox is not None:
+            problem = await sandbox_problem(self.sandbox)
+            if problem is not None:
+                return ToolReturn(
+                    content=f"<error>This command was not run: {problem}.</error>", is_error=True
+                )
+            argv = self.sandbox.command(self.root, argv, network=self.network)
+            env["TMPDIR"] = "/tmp"
+        else:
+            _log.info("Bash without a sandbox runs %r", args.command)
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/bash",
-                "-c",
-                args.command,
+                *argv,
                 cwd=self.root,
-                env=self.environment(),
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
@@ -455,26 +331,26 @@ class Bash(Tool):
         except OSError as exc:
             os.close(read_fd)
             return ToolReturn(
-                content=f"<error>Could not start /bin/bash in {self.root}: {exc}</error>",
+                content=f"<error>Could not start {argv[0]} in {self.root}: {exc}</error>",
                 is_error=True,
             )
         finally:
             os.close(write_fd)
-        output = _Output(read_fd, self.output_cap)
+        output = Output(read_fd, self.output_cap)
         try:
             lingered = await self._wait(proc, output, ctx, limit)
         except TimeoutError:
-            await _terminate(proc, output, self.kill_grace)
+            await terminate(proc, output, self.kill_grace)
             await self._flush(output, ctx)
             return self._timed_out(output, limit, requested)
         except BaseException:
-            _kill_in_background(proc, output, self.kill_grace)
+            kill_in_background(proc, output, self.kill_grace)
             raise
         await self._flush(output, ctx)
         return self._finished(proc.returncode or 0, output, lingered)
 
     async def _wait(
-        self, proc: asyncio.subprocess.Process, output: _Output, ctx: ToolContext, limit: float
+        self, proc: asyncio.subprocess.Process, output: Output, ctx: ToolContext, limit: float
     ) -> bool:
         """Wait for the shell to exit and the output to close; True if leftovers were killed."""
         loop = asyncio.get_running_loop()
@@ -498,19 +374,19 @@ class Bash(Tool):
         except TimeoutError:
             if loop.time() >= deadline:
                 raise
-            await _terminate(proc, output, self.kill_grace)
+            await terminate(proc, output, self.kill_grace)
             return True
         return False
 
     @staticmethod
-    async def _flush(output: _Output, ctx: ToolContext) -> None:
+    async def _flush(output: Output, ctx: ToolContext) -> None:
         output.changed.clear()
         if output.pending:
             text = "".join(output.pending)
             output.pending.clear()
             await ctx.stream_output(text)
 
-    def _finished(self, code: int, output: _Output, lingered: bool) -> ToolReturn:
+    def _finished(self, code: int, output: Output, lingered: bool) -> ToolReturn:
         text = output.text(self.output_cap)
         if lingered:
             text += (
@@ -522,9 +398,11 @@ class Bash(Tool):
         status = f"Exit code {code}"
         if code < 0:
             status = f"Exit code {128 - code} (killed by {signal.Signals(-code).name})"
+        elif self.sandbox is not None and code > 128 and code - 128 in _SIGNALS:
+            status += f" (killed by {signal.Signals(code - 128).name})"  # bwrap's 128 + signal
         return ToolReturn(content=f"<error>{status}\n{text}</error>", is_error=True)
 
-    def _timed_out(self, output: _Output, limit: float, requested: float) -> ToolReturn:
+    def _timed_out(self, output: Output, limit: float, requested: float) -> ToolReturn:
         clamp = (
             f" (the requested {requested:g} s is above the maximum of {self.max_timeout:g} s)"
             if requested > limit
@@ -537,4 +415,5 @@ class Bash(Tool):
         )
 
     def __repr__(self) -> str:
-        return f"Bash(root={str(self.root)!r})"
+        off = ', sandbox="off"' if self.sandbox is None else ""
+        return f"Bash(root={str(self.root)!r}{off})"

@@ -24,15 +24,14 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from dive.errors import UserError
+from dive.globs import GlobError, glob_regex, split_literal
 from dive.toolkit._files import SNIFF_BYTES, as_workspace, fail, is_binary, path_metadata
 from dive.toolkit._walk import (
     DIR_FLAGS,
     Scan,
-    glob_regex,
     join,
     read_found,
     read_limited,
-    split_literal,
     walk,
     walk_notes,
 )
@@ -112,7 +111,10 @@ class Glob(FunctionTool):
                 "directory; pass the directory to search as path instead."
             )
         prefix, rest = split_literal(pattern)
-        regex = glob_regex(pattern)
+        try:
+            regex = glob_regex(pattern)
+        except GlobError as exc:
+            return fail(f'The pattern "{pattern}" cannot be used: {exc}.')
         max_depth = None if "**" in rest else rest.count("/")
         try:  # the literal directory part of the pattern goes through the same check
             fd, start_rel = ws.open_relative(join(base, prefix) if prefix else base, DIR_FLAGS)
@@ -303,11 +305,15 @@ class Grep(FunctionTool):
             deadline=time.monotonic() + self.time_budget,
         )
         try:
+            filt = _file_filter(glob)
+        except GlobError as exc:
+            return fail(f'The glob "{glob}" cannot be used: {exc}.')
+        try:
             fd, rel = self.workspace.open_relative(path if path is not None else ".")
         except WorkspaceError as exc:
             return fail(str(exc))
         try:
-            outcome = _search(fd, rel, query, _file_filter(glob))
+            outcome = _search(fd, rel, query, filt)
         finally:
             os.close(fd)
         if isinstance(outcome, ToolReturn):

@@ -1,4 +1,4 @@
-"""The walk below a workspace directory, and glob patterns.
+"""The walk below a workspace directory (glob patterns are ``dive.globs``).
 
 :func:`walk` starts from a directory descriptor (one :meth:`Workspace.open_relative` gave)
 and holds one descriptor per level: each subdirectory is opened relative to its parent with
@@ -12,7 +12,6 @@ are yielded; ``.git``, ``.hg`` and ``.svn`` are skipped; the walk stops after
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,11 +21,9 @@ __all__ = [
     "FILE_FLAGS",
     "Found",
     "Scan",
-    "glob_regex",
     "join",
     "read_found",
     "read_limited",
-    "split_literal",
     "walk",
     "walk_notes",
 ]
@@ -48,83 +45,6 @@ FILE_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_NONBLOCK", 0)
 )
-
-
-# --- glob patterns ----------------------------------------------------------------------------
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A regex matching ``/``-separated relative paths against a glob pattern.
-
-    ``*`` and ``?`` stay within one path segment, ``**`` as a whole segment matches any number
-    of segments (none included), ``[abc]``/``[!abc]`` are classes and ``{a,b}`` alternatives.
-
-    Args:
-        pattern: the glob pattern, e.g. ``src/**/*.py`` or ``*.{ts,tsx}``.
-    """
-    out: list[str] = []
-    depth = 0
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        at_segment = i == 0 or pattern[i - 1] == "/"
-        if c == "*" and pattern.startswith("**", i) and at_segment:
-            if pattern.startswith("**/", i):
-                out.append("(?:[^/]*/)*")
-                i += 3
-                continue
-            if i + 2 == n:
-                out.append(".*")
-                i += 2
-                continue
-        if c == "*":
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if c == "?":
-            out.append("[^/]")
-        elif c == "[" and (end := _class_end(pattern, i)) > 0:
-            body = pattern[i + 1 : end]
-            negate = body[:1] in ("!", "^")
-            body = body[1:] if negate else body
-            out.append("[" + ("^/" if negate else "") + body.replace("\\", "\\\\") + "]")
-            i = end
-        elif c == "{" and "}" in pattern[i:]:
-            out.append("(?:")
-            depth += 1
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "}" and depth:
-            out.append(")")
-            depth -= 1
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.append(")" * depth)
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index of the ``]`` closing the class opened at ``start``, or -1."""
-    j = start + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    end = pattern.find("]", j)
-    return end
-
-
-def split_literal(pattern: str) -> tuple[str, str]:
-    """``(directory part without glob characters, the rest)``."""
-    segments = pattern.split("/")
-    literal: list[str] = []
-    for seg in segments[:-1]:
-        if any(ch in seg for ch in "*?[{"):
-            break
-        literal.append(seg)
-    return "/".join(literal), "/".join(segments[len(literal) :])
 
 
 # --- the walk ---------------------------------------------------------------------------------

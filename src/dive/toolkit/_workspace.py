@@ -137,9 +137,9 @@ class Workspace:
             how = (
                 "it goes through a symbolic link that points" if self.contains(lexical) else "it is"
             )
-            raise PathOutsideWorkspaceError(
-                f"Refused {shown}: {how} outside the workspace root {self._root_str} "
-                f"(it resolves to {real}). Only paths inside {self._root_str} can be used."
+            raise PathOutsideWorkspaceError(  # where it leads stays unsaid, as ListDirectory
+                f"Refused {shown}: {how} outside the workspace root {self._root_str}. Only "
+                f"paths inside {self._root_str} can be used."
             )
         return Path(real)
 

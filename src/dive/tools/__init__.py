@@ -1,6 +1,6 @@
 """Tools: function tools, typed tools, toolsets, annotations, outputs and the tool context."""
 
-from dive.tools._context import ToolContext
+from dive.tools._context import ResumedCall, ToolContext
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 from dive.tools._function import (
     FunctionTool,
@@ -28,6 +28,7 @@ __all__ = [
     "Background",
     "FunctionTool",
     "NoTitlesSchema",
+    "ResumedCall",
     "Suspend",
     "SuspendReason",
     "Tool",

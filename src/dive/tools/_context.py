@@ -8,21 +8,42 @@ call's batch is open; events emitted after it closed are dropped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Generic
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
+from dive.llm import Usage
 from dive.messages import EMPTY, JSONValue
+from dive.messages.codec import empty
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:
     from dive.turns import CancelToken
 
-__all__ = ["ToolContext"]
+__all__ = ["ResumedCall", "ToolContext"]
 
 Emit = Callable[[Any], Awaitable[None]]
+OnUsage = Callable[[Usage], None]
 
 DepsT = TypeVar("DepsT", default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumedCall:
+    """The answer a call that suspended with ``Suspend(..., call_again=True)`` is resumed with.
+
+    Attributes:
+        answer: the value supplied on resume, as JSON.
+        prompt: the prompt the call suspended with.
+        reason: the reason it suspended with.
+        metadata: the metadata it suspended with (what the tool needs to go on).
+    """
+
+    answer: JSONValue
+    prompt: str = ""
+    reason: Literal["input_required", "auth_required", "approval_required"] = "input_required"
+    metadata: Mapping[str, JSONValue] = field(default_factory=empty)
 
 
 class ToolContext(Generic[DepsT]):
@@ -35,16 +56,22 @@ class ToolContext(Generic[DepsT]):
         deps: what the run was given as ``deps=`` (typed by ``Agent(deps_type=...)``).
         values: shared untyped values of the invocation (``run(values=...)``).
         tool_call_id, tool_name, turn_id, session_id, agent_name: where the call runs.
+        agent: the running agent (for tools that start agents of their own: subagents).
         attempt: the attempt number (retries of idempotent tools start again at 1).
+        resumed: set when the tool is called again on resume (``Suspend(call_again=True)``):
+            the answer and what the call suspended with; None on a first call.
     """
 
     __slots__ = (
         "_cancel",
         "_emit",
+        "_on_usage",
+        "agent",
         "agent_name",
         "attempt",
         "closed",
         "deps",
+        "resumed",
         "session_id",
         "tool_call_id",
         "tool_name",
@@ -64,8 +91,13 @@ class ToolContext(Generic[DepsT]):
         cancel: CancelToken | None = None,
         emit: Emit | None = None,
         deps: Any = None,
+        agent: Any = None,
+        on_usage: OnUsage | None = None,
+        resumed: ResumedCall | None = None,
     ) -> None:
         self.deps: DepsT = deps
+        self.agent: Any = agent
+        self.resumed = resumed
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
         self.turn_id = turn_id
@@ -76,11 +108,27 @@ class ToolContext(Generic[DepsT]):
         self.closed = False
         self._cancel = cancel
         self._emit = emit
+        self._on_usage = on_usage
 
     @property
     def idempotency_key(self) -> str:
         """``"<turn_id>:<tool_call_id>"``: stable across resume and recovery."""
         return f"{self.turn_id}:{self.tool_call_id}"
+
+    @property
+    def cancel_token(self) -> CancelToken | None:
+        """The run's cancel token (a child run's ``CancelToken(parent=...)`` follows it)."""
+        return self._cancel
+
+    def report_usage(self, usage: Usage) -> None:
+        """Charge model usage this tool spent (a subagent's, say) to the running turn.
+
+        It joins the turn's usage (and its usage limits) like a model call's. Reported after
+        the call moved to the background (``Background``), it goes with the late result to
+        the turn that receives it.
+        """
+        if self._on_usage is not None:
+            self._on_usage(usage)
 
     @property
     def soft_cancel_requested(self) -> bool:

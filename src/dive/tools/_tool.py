@@ -74,12 +74,15 @@ class ToolReturn:
         display: a rendering for people (UIs), not sent to the model.
         is_error: the call failed (the model sees an error result).
         terminal: end the turn once this batch is done, like a ``terminal`` tool's success.
+        structured: a JSON value kept as the result's ``structured`` beside ``content`` (an
+            MCP tool's ``structuredContent``); None keeps what ``content`` gives.
     """
 
     content: Any
     display: str | None = None
     is_error: bool = False
     terminal: bool = False
+    structured: JSONValue = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +91,23 @@ class Suspend:
 
     ``Suspend("Which account?", reason="input_required", metadata={...})``: the prompt is
     positional, the rest keyword-only.
+
+    Attributes:
+        prompt: what the call waits for, shown to whoever answers it.
+        reason: ``input_required``, ``auth_required`` or ``approval_required``.
+        metadata: JSON details for the answering side (kept in the pending call).
+        call_again: by default the value supplied on resume *is* the call's result. With
+            ``call_again=True`` the tool is called again instead, with the same input and
+            the supplied value in ``ctx.resumed``; what that call returns is the result (it
+            may suspend again). For a tool that must hand the answer to something else, as
+            an MCP server's elicitation is answered by re-sending the call.
     """
 
     prompt: str
     _: KW_ONLY
     reason: SuspendReason = "input_required"
     metadata: Mapping[str, JSONValue] = field(default_factory=empty)
+    call_again: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,7 +161,7 @@ class Tool(abc.ABC):
 
         errors = validate_against_schema(arguments, self.definition.input_schema)
         if errors:
-            return None, "; ".join(errors)
+            return None, f'Invalid arguments for tool "{self.name}": ' + "; ".join(errors)
         return arguments, None
 
     def preview(self, arguments: Mapping[str, Any]) -> ToolCallPreview | None:

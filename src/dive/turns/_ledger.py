@@ -36,6 +36,8 @@ transition        from → to
 ``suspend``       running → suspended
 ``release``       held → not_started (approved: it runs on resume)
 ``supply``        suspended | held → completed (an external result)
+``recall``        suspended → running (resumed with an answer the tool itself
+                  takes: ``Suspend(call_again=True)``)
 ``close``         running | suspended → unknown; starting | held →
                   not_started; the rest stay as they are
 ================  =========================================================
@@ -78,6 +80,7 @@ Transition = Literal[
     "suspend",
     "release",
     "supply",
+    "recall",
     "close",
 ]
 
@@ -102,6 +105,7 @@ TRANSITIONS: Mapping[Transition, Mapping[Phase, Phase]] = {
     "suspend": {"running": "suspended"},
     "release": {"held": "not_started"},
     "supply": {"suspended": "completed", "held": "completed"},
+    "recall": {"suspended": "running"},
     "close": {
         "not_started": "not_started",
         "starting": "not_started",
@@ -289,6 +293,10 @@ class CallLedger:
     def supply(self, call_id: str) -> None:
         """An external result answers a held or suspended call."""
         self.apply(call_id, "supply")
+
+    def recall(self, call_id: str) -> None:
+        """A suspended call is invoked again with the answer it waited for."""
+        self.apply(call_id, "recall")
 
     def note_approval(
         self,

@@ -144,11 +144,21 @@ class TurnOutcome:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnOrigin:
-    """What started the turn: new input, a continuation or delivered background results."""
+    """What started the turn: new input, a continuation or delivered background results.
+
+    Attributes:
+        kind: ``input``, ``continue`` or ``background``.
+        turn_id: the turn whose background work is delivered (``background``).
+        parent_turn_id: the turn of the tool call this run was started from (a subagent's
+            turn names the turn that called it), or None.
+        parent_tool_call_id: that tool call's id, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     kind: Literal["input", "continue", "background"] = "input"
     turn_id: str | None = None
+    parent_turn_id: str | None = None
+    parent_tool_call_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,6 +174,9 @@ class PendingToolCall:
     metadata: Mapping[str, JSONValue] = field(default_factory=empty)
     halts_batch: bool = False
     started: bool = True
+    call_again: bool = False
+    """Resuming calls the tool again with the supplied answer (``Suspend(call_again=True)``)
+    rather than taking the supplied value as the call's result."""
 
     def input_as(self, model: type[Any]) -> Any:
         """The call's input validated as a pydantic model."""

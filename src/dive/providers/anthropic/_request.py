@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from dive.errors import UnsupportedSettingError
 from dive.llm import ModelRequest, ModelSettings
@@ -46,6 +46,7 @@ from dive.messages import (
     UnknownBlock,
     UrlSource,
 )
+from dive.messages.codec import to_jsonable
 from dive.providers._history import sendable
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
@@ -414,6 +415,35 @@ def build_request(
         kwargs["metadata"] = {"user_id": s.metadata["user_id"]}
     if s.service_tier:
         kwargs["service_tier"] = s.service_tier
-    if s.request_headers:
-        kwargs["extra_headers"] = dict(s.request_headers)
+    headers = dict(s.request_headers or {})
+    if s.context_management is not None:
+        kwargs["context_management"] = to_jsonable(s.context_management)
+        _add_betas(headers, _context_betas(s.context_management))
+    if headers:
+        kwargs["extra_headers"] = headers
     return kwargs
+
+
+_EDIT_BETAS = {"compact": "compact-2026-01-12"}
+_CONTEXT_BETA = "context-management-2025-06-27"
+
+
+def _context_betas(cm: Mapping[str, Any]) -> list[str]:
+    """The beta flags a ``context_management`` value needs (compaction or context editing)."""
+    betas: list[str] = []
+    edits: Any = cm.get("edits")
+    items: list[Any] = list(cast("Sequence[Any]", edits)) if isinstance(edits, list | tuple) else []
+    for edit in items:
+        kind = ""
+        if isinstance(edit, Mapping):
+            kind = str(cast("Mapping[str, Any]", edit).get("type", ""))
+        beta = _EDIT_BETAS.get(kind.split("_")[0], _CONTEXT_BETA)
+        if beta not in betas:
+            betas.append(beta)
+    return betas or [_CONTEXT_BETA]
+
+
+def _add_betas(headers: dict[str, str], betas: list[str]) -> None:
+    key = next((k for k in headers if k.lower() == "anthropic-beta"), "anthropic-beta")
+    present = [b.strip() for b in headers.get(key, "").split(",") if b.strip()]
+    headers[key] = ",".join([*present, *(b for b in betas if b not in present)])

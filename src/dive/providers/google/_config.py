@@ -180,6 +180,11 @@ def _unsupported(s: ModelSettings, refuse: Refuse) -> None:
         refuse("speed='fast' is an Anthropic fast mode; Gemini has none")
     if s.mcp_servers:
         refuse("the Gemini API has no MCP connector (mcp_servers)")
+    if s.context_management is not None:
+        refuse(
+            "context_management is Anthropic's server-side context editing and compaction; "
+            "Gemini has none (use dive.compaction for client-side compaction)"
+        )
 
 
 def check_settings(
