@@ -102,7 +102,9 @@ def pick_model(stack: ExitStack) -> tuple[Model, str]:
     from dive.providers.anthropic import AnthropicModel
     from dive.testing.anthropic import AnthropicSimulator, SimClock, demo_brain
 
-    sim = stack.enter_context(AnthropicSimulator(clock=SimClock(realtime=True), fallback=demo_brain))
+    sim = stack.enter_context(
+        AnthropicSimulator(clock=SimClock(realtime=True), fallback=demo_brain)
+    )
     model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="offline")
     return model, (
         f"offline: no provider key or base URL is set, so this talks to dive's bundled "

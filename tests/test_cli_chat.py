@@ -14,10 +14,10 @@ PROMPT = "›"
 TIMEOUT = 60
 
 
-def _spawn(home: Path, work: Path, *args: str, term: str = "xterm-256color") -> pexpect.spawn:
+def _spawn(home: Path, work: Path, *args: str, term: str = "xterm-256color") -> pexpect.spawn[str]:
     env = cli_env(home, TERM=term, PROMPT_TOOLKIT_NO_CPR="1")
     env.pop("NO_COLOR")
-    child = pexpect.spawn(
+    child: pexpect.spawn[str] = pexpect.spawn(
         DIVE[0],
         [*DIVE[1:], "chat", *args],
         cwd=str(work),
@@ -33,11 +33,11 @@ def _spawn(home: Path, work: Path, *args: str, term: str = "xterm-256color") -> 
     return child
 
 
-def _send(child: pexpect.spawn, line: str) -> None:
+def _send(child: pexpect.spawn[str], line: str) -> None:
     child.send(line + "\r")  # Enter is a carriage return in raw mode
 
 
-def _quit(child: pexpect.spawn) -> int:
+def _quit(child: pexpect.spawn[str]) -> int:
     _send(child, "/quit")
     child.expect(pexpect.EOF)
     child.close()
@@ -75,7 +75,9 @@ def test_a_chat_with_a_tool_a_grant_cost_and_a_soft_cancel(places: tuple[Path, P
 
     _send(child, "/cost")
     child.expect(r"session chat1: input [\d,]+ .* output \d+ .* (\d+) requests · \$(\d+\.\d+)")
-    assert float(child.match.group(2)) > 0
+    match = child.match
+    assert isinstance(match, re.Match)
+    assert float(match.group(2)) > 0
     child.expect(PROMPT)
 
     _send(child, "run `sleep 2 && echo slept-through`")

@@ -31,7 +31,8 @@ def test_text_prints_the_answer_and_the_offline_notice_goes_to_stderr(
     notice = proc.stderr.splitlines()
     assert len(notice) == 1, proc.stderr
     assert notice[0].startswith("dive: offline:")
-    assert "ANTHROPIC_API_KEY" in notice[0] and "simulator" in notice[0]
+    assert "ANTHROPIC_API_KEY" in notice[0]
+    assert "simulator" in notice[0]
     assert (home / ".dive" / "sessions.db").is_file()  # the default store
 
 
@@ -43,7 +44,9 @@ def test_json_is_one_object_with_status_and_output(places: tuple[Path, Path]) ->
     assert data["status"] == "completed"
     assert "remember the milk" in data["output"]
     assert data["offline"] is True
-    assert data["tool_calls"] == [{"id": data["tool_calls"][0]["id"], "name": "Read", "state": "completed"}]
+    assert data["tool_calls"] == [
+        {"id": data["tool_calls"][0]["id"], "name": "Read", "state": "completed"}
+    ]
     assert data["cost_usd"] > 0  # priced as the model the simulator answers as
     assert data["model_calls"] == 2
 
@@ -56,7 +59,8 @@ def test_stream_json_is_one_event_per_line_with_the_result_last(
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     types = [e["type"] for e in events]
-    assert types[0] == "start" and types[-1] == "result"
+    assert types[0] == "start"
+    assert types[-1] == "result"
     assert types.count("result") == 1
     for kind in ("model_event", "message", "tool_call", "tool_call_result", "turn_ended"):
         assert kind in types
@@ -160,7 +164,8 @@ def test_an_unreachable_server_is_one_line_and_exit_1(places: tuple[Path, Path])
     assert proc.returncode == 1, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "incomplete (provider_error)" in lines[0] and "could not connect" in lines[0]
+    assert "incomplete (provider_error)" in lines[0]
+    assert "could not connect" in lines[0]
     assert "offline" not in proc.stderr  # a base URL counts as configured
     assert proc.stdout == ""
 

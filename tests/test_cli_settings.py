@@ -49,13 +49,18 @@ def test_each_layer_overrides_the_one_below(layout: tuple[Path, Path]) -> None:
     home, work = layout
     files = resolve_settings(Flags(workspace=work), environ={}, home=home)
     assert files.model == "anthropic:project-model"  # project over user
-    assert files.max_turns == 7 and files.effort == "low"  # user values the project leaves
+    assert files.max_turns == 7
+    assert files.effort == "low"
     assert files.db == work / "state" / "sessions.db"  # relative to the project folder
     assert files.permissions.mode == "accept_edits"
     assert [r.text for r in files.permissions.allow] == ["Bash(ls:*)"]
     assert [r.text for r in files.permissions.deny] == ["Read(./secret)"]
 
-    env = {"DIVE_MODEL": "anthropic:env-model", "DIVE_PERMISSION_MODE": "bypass", "DIVE_MAX_TURNS": "3"}
+    env = {
+        "DIVE_MODEL": "anthropic:env-model",
+        "DIVE_PERMISSION_MODE": "bypass",
+        "DIVE_MAX_TURNS": "3",
+    }
     from_env = resolve_settings(Flags(workspace=work), environ=env, home=home)
     assert from_env.model == "anthropic:env-model"
     assert from_env.max_turns == 3
@@ -98,7 +103,9 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
         ({"thinking": "lots"}, "enabled, adaptive, disabled"),
     ],
 )
-def test_a_bad_value_names_the_file_and_key(tmp_path: Path, data: dict[str, Any], says: str) -> None:
+def test_a_bad_value_names_the_file_and_key(
+    tmp_path: Path, data: dict[str, Any], says: str
+) -> None:
     _write(tmp_path / ".dive" / "settings.json", data)
     with pytest.raises(CliError, match=says) as caught:
         resolve_settings(Flags(workspace=tmp_path), environ={}, home=tmp_path / "nohome")
@@ -108,7 +115,9 @@ def test_a_bad_value_names_the_file_and_key(tmp_path: Path, data: dict[str, Any]
 
 def test_a_bad_environment_value_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(CliError, match="DIVE_MAX_RETRIES"):
-        resolve_settings(Flags(workspace=tmp_path), environ={"DIVE_MAX_RETRIES": "x"}, home=tmp_path)
+        resolve_settings(
+            Flags(workspace=tmp_path), environ={"DIVE_MAX_RETRIES": "x"}, home=tmp_path
+        )
 
 
 def test_bad_permissions_in_a_file_are_the_engines_error(tmp_path: Path) -> None:
@@ -119,17 +128,22 @@ def test_bad_permissions_in_a_file_are_the_engines_error(tmp_path: Path) -> None
 
 def test_the_model_pick() -> None:
     offline = choose_model(None, {})
-    assert offline.offline and offline.notice is not None
-    assert "ANTHROPIC_API_KEY" in offline.notice and "OPENAI_API_KEY" in offline.notice
+    assert offline.offline
+    assert offline.notice is not None
+    assert "ANTHROPIC_API_KEY" in offline.notice
+    assert "OPENAI_API_KEY" in offline.notice
     assert choose_model(None, {"ANTHROPIC_API_KEY": "k"}).spec == "anthropic:claude-sonnet-4-6"
     assert choose_model(None, {"OPENAI_API_KEY": "k"}).spec == "openai:gpt-5"
     assert choose_model(None, {"GOOGLE_API_KEY": "k"}).provider == "google"
     wanted = choose_model("openai:gpt-5", {"ANTHROPIC_API_KEY": "k"})
-    assert wanted.offline and wanted.notice is not None and "OPENAI_API_KEY" in wanted.notice
+    assert wanted.offline
+    assert wanted.notice is not None
+    assert "OPENAI_API_KEY" in wanted.notice
     assert wanted.name == "claude-sonnet-4-6"  # the simulator answers as a priced Claude
     assert choose_model("claude-haiku-4-5", {}).name == "claude-haiku-4-5"
     served = choose_model("anthropic:claude-opus-4-6", {"ANTHROPIC_BASE_URL": "http://x"})
-    assert not served.offline and served.base_url == "http://x"
+    assert not served.offline
+    assert served.base_url == "http://x"
     assert not choose_model("ollama:qwen3", {}).offline  # a local server needs no key
     with pytest.raises(UnknownProviderError):
         choose_model("nope:x", {})

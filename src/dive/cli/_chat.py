@@ -62,7 +62,11 @@ async def run_chat(
         if rt.choice.notice:
             say(rt.choice.notice)
         picked = await pick_session(
-            rt.store, session=session, continue_last=continue_last, resume=resume, db=str(settings.db)
+            rt.store,
+            session=session,
+            continue_last=continue_last,
+            resume=resume,
+            db=str(settings.db),
         )
         chat = Chat(
             runtime=rt,

@@ -58,7 +58,9 @@ class Chat:
             if isinstance(argument, str):
                 self.renderer.argument_of(tool.name, argument)
 
-    async def send(self, text: str | None = None, *, tool_results: dict[str, Any] | None = None) -> RunResult[str]:
+    async def send(
+        self, text: str | None = None, *, tool_results: dict[str, Any] | None = None
+    ) -> RunResult[str]:
         """Run a turn (or resume one); answer its suspensions in place."""
         while True:
             result = await self._invoke(text, tool_results)
@@ -71,7 +73,9 @@ class Chat:
                 return result
             text, tool_results = None, answers
 
-    async def _invoke(self, text: str | None, tool_results: dict[str, Any] | None) -> RunResult[str]:
+    async def _invoke(
+        self, text: str | None, tool_results: dict[str, Any] | None
+    ) -> RunResult[str]:
         self.turns += 1
         with self.interrupts.armed(CancelToken()) as token:
             self.renderer.busy()

@@ -92,9 +92,7 @@ class TerminalDialog:
             for call in pending:
                 answers[call.id] = await self._answer_one(call)
         except _Interrupted:
-            self.console.print(
-                "the turn stays suspended; /resume answers it later", style="yellow"
-            )
+            self.console.print("the turn stays suspended; /resume answers it later", style="yellow")
             return None
         return answers
 
@@ -109,7 +107,9 @@ class TerminalDialog:
         self._question(call.prompt or f"{call.name} is waiting for an answer")
         if metadata.get("type") == ASK_USER_TYPE:
             return await self._choice(cast(list[str], metadata.get("choices") or []))
-        schema = next((metadata[k] for k in _SCHEMA_KEYS if isinstance(metadata.get(k), dict)), None)
+        schema = next(
+            (metadata[k] for k in _SCHEMA_KEYS if isinstance(metadata.get(k), dict)), None
+        )
         if schema is not None:
             return await self._fields(cast(Mapping[str, Any], schema))
         if url := metadata.get("url"):
@@ -134,7 +134,9 @@ class TerminalDialog:
             options = spec.get("enum")
             hint = f" one of {', '.join(map(str, options))}" if options else f" ({kind})"
             while True:
-                text = await self._line(f"  {name}{hint}{'' if name in required else ', optional'} › ")
+                text = await self._line(
+                    f"  {name}{hint}{'' if name in required else ', optional'} › "
+                )
                 if not text and name not in required:
                     break
                 value = _typed(text, kind)

@@ -1,8 +1,8 @@
-"""Reading the chat's input: prompt-toolkit on a terminal, plain lines otherwise.
+r"""Reading the chat's input: prompt-toolkit on a terminal, plain lines otherwise.
 
 On a terminal, input has history (kept in ``~/.dive/chat_history``, searchable with Ctrl-R)
 and several lines: Enter sends, Esc then Enter (or Alt-Enter) starts a new line, and so does
-Enter after a trailing ``\\``. Ctrl-C clears the line (``KeyboardInterrupt``), Ctrl-D on an
+Enter after a trailing ``\``. Ctrl-C clears the line (``KeyboardInterrupt``), Ctrl-D on an
 empty line quits (``EOFError``). Under ``TERM=dumb`` prompt-toolkit falls back to its plain
 line editor, still with a prompt. When stdin is not a terminal, lines are read as they come
 and the prompt is still printed.

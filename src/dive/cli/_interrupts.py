@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 
 from dive.turns import CancelToken
@@ -46,7 +46,7 @@ class Interrupts:
             self._installed = False
 
     @contextmanager
-    def armed(self, token: CancelToken) -> Iterator[CancelToken]:
+    def armed(self, token: CancelToken) -> Generator[CancelToken]:
         """Presses cancel ``token`` inside the ``with`` block."""
         self._token, self._presses = token, 0
         try:

@@ -47,7 +47,9 @@ def _error(result: RunResult[Any]) -> str | None:
     return result.outcome.error if result.outcome is not None else None
 
 
-def result_object(result: RunResult[Any], *, session_id: str, choice: ModelChoice) -> dict[str, Any]:
+def result_object(
+    result: RunResult[Any], *, session_id: str, choice: ModelChoice
+) -> dict[str, Any]:
     """The result of a print-mode run (see the module docstring)."""
     outcome = result.outcome
     suspension = result.turn.suspension
@@ -65,7 +67,9 @@ def result_object(result: RunResult[Any], *, session_id: str, choice: ModelChoic
         "next": outcome.next if outcome is not None else None,
         "error": _error(result),
         "pending": [to_jsonable(p) for p in pending],
-        "tool_calls": [{"id": c.id, "name": c.name, "state": c.state} for c in result.turn.tool_calls],
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "state": c.state} for c in result.turn.tool_calls
+        ],
         "model_calls": result.turn.model_calls,
         "usage": to_jsonable(result.usage),
         "cost_usd": result.usage.cost,

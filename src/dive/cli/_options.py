@@ -57,9 +57,7 @@ McpConfig = Annotated[
 MaxTurns = Annotated[
     int | None, typer.Option("--max-turns", min=1, help="Model calls allowed per turn.")
 ]
-Thinking = Annotated[
-    str | None, typer.Option("--thinking", help="enabled, adaptive or disabled.")
-]
+Thinking = Annotated[str | None, typer.Option("--thinking", help="enabled, adaptive or disabled.")]
 Effort = Annotated[
     str | None,
     typer.Option("--effort", help="Reasoning effort: minimal, low, medium, high, xhigh, max."),

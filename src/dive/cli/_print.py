@@ -12,6 +12,7 @@ turn (exit 3); ``dive chat --resume ID`` answers it in place. Exit codes: 0 comp
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, Literal
 
 from dive.agent import AgentEvent, RunResult
@@ -72,6 +73,10 @@ def _write(line: str) -> None:
     sys.stdout.flush()
 
 
+def _stream_event(event: AgentEvent) -> None:
+    _write(dumps(event_object(event)))
+
+
 async def run_print(
     settings: CliSettings,
     prompt: str,
@@ -102,13 +107,10 @@ async def run_print(
             db=str(settings.db),
         )
         sid = picked.session.id
-        on_event = None
+        on_event: Callable[[AgentEvent], None] | None = None
         if output_format == "stream-json":
             _write(dumps(start_object(session_id=sid, new=picked.new, choice=rt.choice)))
-
-            def on_event(event: AgentEvent) -> None:
-                _write(dumps(event_object(event)))
-
+            on_event = _stream_event
         result = await rt.agent.run(prompt, session=picked.session, on_event=on_event)
         _explain(result, sid)
         if output_format == "text":

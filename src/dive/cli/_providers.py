@@ -156,9 +156,7 @@ def _offline(spec: str, provider: str, name: str, info: ProviderInfo | None) -> 
         f"offline: {what}, so dive answers with its bundled Anthropic simulator "
         f"(demo replies, not a real model); set {needed} for real answers"
     )
-    return ModelChoice(
-        spec=spec, provider=provider, name=simulated, offline=True, notice=notice
-    )
+    return ModelChoice(spec=spec, provider=provider, name=simulated, offline=True, notice=notice)
 
 
 def choose_model(spec: str | None, environ: Mapping[str, str]) -> ModelChoice:

@@ -29,7 +29,13 @@ from dive.agent import (
 )
 from dive.cli._console import is_live
 from dive.cli._transcript import result_text, tool_line
-from dive.llm import ContentBlockDelta, ContentBlockStart, ContentBlockStop, TextDelta, ThinkingDelta
+from dive.llm import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    TextDelta,
+    ThinkingDelta,
+)
 
 __all__ = ["Renderer", "split_done"]
 
@@ -199,4 +205,3 @@ class Renderer:
             self.console.print(Text(line, style="yellow"))
         if result.save_error is not None:
             self.console.print(Text(f"not saved: {result.save_error}", style="red"))
-

@@ -10,12 +10,12 @@ permission engine (asks go to ``dialog``; without one the turn suspends with
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dive.agent import Agent, Limits
 from dive.cli._errors import EXIT_USAGE, CliError
@@ -23,16 +23,19 @@ from dive.cli._models import build_model
 from dive.cli._providers import ModelChoice, choose_model
 from dive.cli._settings import CliSettings
 from dive.errors import MissingExtraError
-from dive.llm import ModelSettings
+from dive.llm import Model, ModelSettings
 from dive.permissions import Dialog, PermissionPolicy, permission_policy
 from dive.sessions import SQLiteSessionStore
-from dive.tools import Tool, Toolset
+from dive.tools import Tool
 
-__all__ = ["Runtime", "default_instructions", "open_runtime", "toolkit"]
+if TYPE_CHECKING:
+    from dive.mcp import MCPServer
+
+__all__ = ["Runtime", "close_model", "default_instructions", "open_runtime", "toolkit"]
 
 
 def default_instructions(workspace: Path) -> str:
-    """dive's system prompt for the command line."""
+    """The system prompt of dive's command line."""
     return (
         "You are dive, an assistant working in the user's workspace through tools. "
         f"The workspace is {workspace}; paths are relative to it and tools cannot leave it. "
@@ -57,24 +60,20 @@ def toolkit(workspace: Path) -> list[Tool]:
     return tools
 
 
-async def _mcp_toolsets(path: Path | None, stack: AsyncExitStack) -> list[Toolset]:
+async def _mcp_servers(path: Path | None, stack: AsyncExitStack) -> list[MCPServer]:
+    """The servers of ``--mcp-config``, connected now (so a bad one fails before a turn)."""
     if path is None:
         return []
-    if not path.is_file():
-        raise CliError(f"--mcp-config {path}: no such file", EXIT_USAGE)
     try:
-        from dive.mcp import load_config  # pyright: ignore[reportMissingImports]
+        from dive.mcp import load_config
     except ImportError:
         raise CliError(
             "--mcp-config needs MCP support: pip install 'dive-agents[mcp]'", EXIT_USAGE
         ) from None
-    servers: Mapping[str, Any] = load_config(path)  # pyright: ignore[reportUnknownVariableType]
-    toolsets: list[Toolset] = []
-    for server in servers.values():
-        if hasattr(server, "__aenter__"):
-            await stack.enter_async_context(server)
-        toolsets.append(server)
-    return toolsets
+    servers = list(load_config(path).values())
+    for server in servers:
+        await stack.enter_async_context(server)
+    return servers
 
 
 @dataclass(slots=True, kw_only=True)
@@ -87,7 +86,7 @@ class Runtime:
         agent: the agent (its model is swapped by ``/model``).
         store: the SQLite session store.
         policy: the permission engine as the approval policy.
-        toolsets: MCP servers from ``--mcp-config``.
+        servers: the MCP servers of ``--mcp-config`` (connected).
     """
 
     settings: CliSettings
@@ -95,17 +94,28 @@ class Runtime:
     agent: Agent[str, None]
     store: SQLiteSessionStore
     policy: PermissionPolicy
-    toolsets: Sequence[Toolset] = ()
+    servers: Sequence[MCPServer] = ()
     _models: ExitStack = field(default_factory=ExitStack)
 
-    def switch_model(self, spec: str, environ: Mapping[str, str] | None = None) -> ModelChoice:
-        """Use ``spec`` from the next turn on (the offline notice is returned, not printed)."""
+    async def switch_model(
+        self, spec: str, environ: Mapping[str, str] | None = None
+    ) -> ModelChoice:
+        """Use ``spec`` from the next turn on (the offline notice is returned, not printed).
+
+        The previous model's client is closed; a bad ``spec`` leaves the model unchanged.
+        """
         choice = choose_model(spec, os.environ if environ is None else environ)
-        self.agent.model = build_model(
-            choice, max_retries=self.settings.max_retries, stack=self._models
-        )
-        self.choice = choice
+        model = build_model(choice, max_retries=self.settings.max_retries, stack=self._models)
+        old, self.agent.model, self.choice = self.agent.model, model, choice
+        await close_model(old)
         return choice
+
+
+async def close_model(model: Model) -> None:
+    """Close a provider model's SDK client (models without ``aclose`` have nothing to close)."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def _model_settings(settings: CliSettings) -> ModelSettings | None:
@@ -123,7 +133,7 @@ async def open_runtime(
     *,
     dialog: Dialog | None = None,
     environ: Mapping[str, str] | None = None,
-) -> AsyncIterator[Runtime]:
+) -> AsyncGenerator[Runtime]:
     """Build the runtime; close the store, MCP servers and any simulator on exit.
 
     Args:
@@ -136,28 +146,31 @@ async def open_runtime(
     async with AsyncExitStack() as stack:
         models = stack.enter_context(ExitStack())
         model = build_model(choice, max_retries=settings.max_retries, stack=models)
+        built: list[Agent[str, None]] = []  # /model swaps the agent's model: close that one
+        stack.push_async_callback(lambda: close_model(built[0].model if built else model))
         settings.db.parent.mkdir(parents=True, exist_ok=True)
         store = SQLiteSessionStore(settings.db)
         stack.push_async_callback(store.close)
-        toolsets = await _mcp_toolsets(settings.mcp_config, stack)
+        servers = await _mcp_servers(settings.mcp_config, stack)
         policy = permission_policy(settings.permissions, dialog)
         limits = Limits(max_model_calls_per_turn=settings.max_turns) if settings.max_turns else None
         agent: Agent[str, None] = Agent(
             model=model,
             instructions=settings.system_prompt or default_instructions(settings.workspace),
             tools=toolkit(settings.workspace),
-            toolsets=toolsets,
+            toolsets=servers,
             approval_policy=policy,
             model_settings=_model_settings(settings),
             limits=limits,
             name="dive",
         )
+        built.append(agent)
         yield Runtime(
             settings=settings,
             choice=choice,
             agent=agent,
             store=store,
             policy=policy,
-            toolsets=toolsets,
+            servers=servers,
             _models=models,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -18,9 +18,13 @@ from dive.sessions import SQLiteSessionStore, validate_session_id
 __all__ = ["fork_session", "list_sessions", "remove_session", "show_session"]
 
 
+def _exists(db: Path) -> bool:
+    return db.exists()
+
+
 @asynccontextmanager
-async def _store(db: Path) -> AsyncIterator[SQLiteSessionStore]:
-    if not db.exists():
+async def _store(db: Path) -> AsyncGenerator[SQLiteSessionStore]:
+    if not _exists(db):
         raise CliError(f"no sessions file at {db} yet (dive chat or dive run creates it)")
     store = SQLiteSessionStore(db)
     try:
@@ -44,7 +48,7 @@ async def list_sessions(db: Path, *, limit: int = 20, as_json: bool = False) -> 
     from rich.table import Table
 
     console = make_console()
-    if not db.exists():
+    if not _exists(db):
         if not as_json:
             console.print(f"no sessions yet ({db} does not exist)")
         return
@@ -52,7 +56,7 @@ async def list_sessions(db: Path, *, limit: int = 20, as_json: bool = False) -> 
         rows = await store.list(limit=limit)
     if as_json:
         for row in rows:
-            console.print_json(json.dumps(to_jsonable(row)), indent=None)
+            console.out(json.dumps(to_jsonable(row), ensure_ascii=False), highlight=False)
         return
     if not rows:
         console.print(f"no sessions in {db}")

@@ -5,9 +5,7 @@ A handler takes the chat and the rest of the line and returns True to leave the 
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from rich.markdown import Markdown
 from rich.table import Table
@@ -16,11 +14,17 @@ from rich.text import Text
 from dive.cli._chatstate import Chat
 from dive.cli._errors import CliError
 from dive.cli._pick import new_session_id, session_exists
+from dive.compaction import DEFAULT_INSTRUCTIONS, compact_session
 from dive.errors import DiveError
+from dive.messages import Message
+from dive.tools import Tool
 
 __all__ = ["COMMANDS", "run_slash"]
 
 Handler = Callable[[Chat, str], Awaitable[bool]]
+
+COMPACT_KEEP_RECENT_TOKENS = 0
+"""``/compact`` summarises everything after the first exchange (nothing recent is kept)."""
 
 
 async def _help(chat: Chat, _: str) -> bool:
@@ -63,7 +67,7 @@ async def _model(chat: Chat, arg: str) -> bool:
     if not arg:
         chat.console.print(f"model: {chat.runtime.choice.label}")
         return False
-    choice = chat.runtime.switch_model(arg)
+    choice = await chat.runtime.switch_model(arg)
     if choice.notice:
         chat.console.print(Text(choice.notice, style="yellow"))
     chat.console.print(f"model: {choice.label}")
@@ -95,45 +99,74 @@ async def _resume(chat: Chat, arg: str) -> bool:
     return False
 
 
+def _tool_row(table: Table, tool: Tool) -> None:
+    d = tool.definition
+    notes = "read-only" if d.effect_type == "read_only" else ""
+    if d.requires_approval:
+        notes = "asks first"
+    about = (d.description or "").strip().splitlines()
+    table.add_row(d.name, notes, Text(about[0][:70] if about else "", style="dim"))
+
+
 async def _tools(chat: Chat, _: str) -> bool:
     table = Table(box=None, show_header=False, pad_edge=False)
     for tool in chat.runtime.agent.tools:
-        d = tool.definition
-        notes = "asks first" if d.requires_approval else ""
-        if d.effect_type == "read_only" or (d.annotations and d.annotations.read_only):
-            notes = "read-only"
-        table.add_row(d.name, notes, Text((d.description or "").splitlines()[0][:70], style="dim"))
+        _tool_row(table, tool)
     chat.console.print(table)
-    for toolset in chat.runtime.toolsets:
-        chat.console.print(f"MCP server {getattr(toolset, 'name', toolset)!s}")
+    for server in chat.runtime.servers:
+        listed = Table(box=None, show_header=False, pad_edge=False)
+        for tool in await server.tools():
+            _tool_row(listed, tool)
+        chat.console.print(f"MCP server {server.name}:")
+        chat.console.print(listed)
     config = chat.runtime.settings.permissions
     chat.console.print(Text(f"permission mode: {config.mode}", style="dim"))
     return False
 
 
-async def _compact(chat: Chat, _: str) -> bool:
-    try:
-        compaction: Any = importlib.import_module("dive.compaction")
-    except ImportError:
-        chat.console.print(Text("compaction is not available in this install", style="yellow"))
-        return False
+async def _compact(chat: Chat, focus: str) -> bool:
+    agent = chat.runtime.agent
+    instructions = DEFAULT_INSTRUCTIONS
+    if focus:
+        instructions += f"\n\nThe user asks the summary to focus on: {focus}"
     chat.renderer.busy("compacting")
     try:
-        result = await compaction.compact_session(chat.session, chat.runtime.agent.model)
+        result = await compact_session(
+            chat.session,
+            agent.model,
+            keep_recent_tokens=COMPACT_KEEP_RECENT_TOKENS,
+            instructions=instructions,
+            system=agent.system_prompt(),
+            tools=[t.definition for t in agent.tools],
+        )
     finally:
         chat.renderer.pause()
-    summary = str(getattr(result, "summary", "") or "")
-    if hasattr(result, "summary") and not isinstance(result.summary, str):
-        summary = str(getattr(result.summary, "text", result.summary))
-    chat.console.print(Text("compacted; the summary the model now starts from:", style="dim"))
-    chat.console.print(Markdown(summary[:2000] or "(empty)"))
+    if result.summary is None:
+        chat.console.print(Text("nothing to compact yet: the session is short", style="dim"))
+        return False
+    cost = f"${result.cost:.4f}" if result.cost is not None else "cost unknown"
+    chat.console.print(
+        Text(
+            f"compacted {result.compacted} message(s): {result.tokens_before:,} → "
+            f"{result.tokens_after:,} tokens ({result.measured}); the summary cost {cost}. "
+            "The conversation continues from this summary:",
+            style="dim",
+        )
+    )
+    chat.console.print(Markdown(_summary_text(result.summary)[:2000]))
     return False
+
+
+def _summary_text(summary: Message) -> str:
+    text = summary.text
+    inside = text.partition("<summary>")[2].partition("</summary>")[0]
+    return inside.strip() or text
 
 
 COMMANDS: dict[str, tuple[str, Handler]] = {
     "help": ("these commands", _help),
     "clear": ("start a new session (the current one is kept)", _clear),
-    "compact": ("summarise the conversation so far to free the context", _compact),
+    "compact": ("summarise the conversation to free the context: /compact [focus]", _compact),
     "cost": ("tokens and cost of this session", _cost),
     "model": ("show the model, or switch: /model provider:model", _model),
     "resume": ("continue a stored session: /resume ID", _resume),

@@ -92,4 +92,3 @@ def print_transcript(console: Console, turns: Sequence[Turn], *, last: int | Non
                 continue
             _message(console, message, {})
         console.print(turn_line(turn))
-

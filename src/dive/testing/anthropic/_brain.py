@@ -16,6 +16,8 @@ through the official SDK and the simulator's wire behaviour. Given a request bod
    - *write* / *create* a file name (*with* / *containing* some text) → ``Write``;
    - *grep* / *search for* / *find* a pattern → ``Grep`` (``Glob`` for a pattern with ``*``);
    - *fetch* a URL → ``WebFetch``; *ask me* → ``AskUser``;
+   - any offered tool named verbatim (``mcp__notes__list_notes``), its arguments taken from
+     ``key=value`` pairs in the ask (``name=todo text="buy milk"``);
 
 3. calls the planned tools one response at a time (seeing earlier results in the history;
    a failed or refused call ends the plan), then answers with a Markdown summary of what
@@ -24,6 +26,10 @@ through the official SDK and the simulator's wire behaviour. Given a request bod
    messages when asked what was said before (*earlier*, *before*, *remember*, *what is my*…),
    a reply to an introduction (*my name is …*), or a plain statement that it is the offline
    simulator and what it can do.
+
+A compaction request (a ``<transcript>`` to summarise) gets an extractive ``<summary>``: the
+user's messages and the tools called, one line each, so the conversation's facts survive
+``/compact`` (and a later *what did I say before?* still lists them).
 
 With thinking requested it starts each response with a short thinking block (signed by the
 simulator). Use it as a simulator ``fallback``::
@@ -100,12 +106,13 @@ def _conversation(body: Mapping[str, Any]) -> tuple[str, list[str], list[_Done]]
             break
     if ask_at < 0:
         return "", [], []
-    earlier = [
-        t
-        for m in messages[:ask_at]
-        if m.get("role") == "user" and (t := _texts(_blocks(m)))
-        and not t.startswith("<system-reminder>")
-    ]
+    earlier: list[str] = []
+    for m in messages[:ask_at]:
+        t = _texts(_blocks(m)) if m.get("role") == "user" else ""
+        if "<summary>" in t:
+            earlier += [line[len(_SAID) :] for line in t.splitlines() if line.startswith(_SAID)]
+        elif t and not t.startswith("<system-reminder>"):
+            earlier.append(t)
     calls: dict[str, tuple[str, Json]] = {}
     done: list[_Done] = []
     for m in messages[ask_at + 1 :]:
@@ -160,7 +167,9 @@ _RUN_WORDS = re.compile(r"\b(run|execute|exec|shell|command)\b", re.I)
 _MATH = re.compile(r"[\d(][\d\s.+\-*/()%^]*[\d)]")
 _LIST = re.compile(r"\b(list|ls|files|folder|directory|what'?s in)\b", re.I)
 _FILE = r"[`'\"]?([\w./-]*\w\.\w{1,8})[`'\"]?"
-_READ = re.compile(r"\b(read|show|open|cat|print|look at)\b(?:\s+(?:the|file|me))*\s+" + _FILE, re.I)
+_READ = re.compile(
+    r"\b(read|show|open|cat|print|look at)\b(?:\s+(?:the|file|me))*\s+" + _FILE, re.I
+)
 _WRITE = re.compile(r"\b(write|create|save)\b(?:\s+(?:a|the|file|to))*\s+" + _FILE, re.I)
 _CONTENT = re.compile(r"\b(?:with|containing|saying)\s+(?:the\s+text\s+)?(.+)$", re.I | re.S)
 _SEARCH = re.compile(r"\b(grep|search for|search|find)\s+[`'\"]?([^`'\"\s]+)", re.I)
@@ -178,11 +187,46 @@ def _math_spans(ask: str) -> list[tuple[int, str]]:
     return out
 
 
+_PAIR = re.compile(r"""\b([A-Za-z_]\w*)=(?:"([^"]*)"|'([^']*)'|([^\s,;]+))""")
+
+
+def _coerce(text: str, schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text
+    if kind == "boolean":
+        return text.lower() in ("true", "yes", "1")
+    return text
+
+
+def _named(ask: str, tools: Mapping[str, Json]) -> list[_Call]:
+    """Offered tools the ask names verbatim, with the ``key=value`` pairs their schema takes."""
+    pairs = {m.group(1): next(g for g in m.groups()[1:] if g is not None)
+             for m in _PAIR.finditer(ask)}  # fmt: skip
+    out: list[_Call] = []
+    for name, tool in tools.items():
+        at = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", ask)
+        if at is None:
+            continue
+        schema = as_dict(tool.get("input_schema")) or {}
+        props = as_dict(schema.get("properties")) or {}
+        values = {k: _coerce(v, as_dict(props[k]) or {}) for k, v in pairs.items() if k in props}
+        picked = _pick(tools, [name], "", values)
+        if picked is not None:
+            out.append(_Call(at.start(), *picked))
+    return out
+
+
 def _plan(ask: str, tools: Mapping[str, Json]) -> list[_Call]:
-    found: list[_Call] = []
+    found: list[_Call] = _named(ask, tools)
 
     def add(at: int, picked: tuple[str, Json] | None) -> None:
-        if picked is not None:
+        if picked is not None and all(picked != (c.name, c.input) for c in found):
             found.append(_Call(at, picked[0], picked[1]))
 
     command = _COMMAND.search(ask)
@@ -224,9 +268,9 @@ _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
+    ast.Div: lambda a, b: a / b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
 }
 
 
@@ -319,6 +363,31 @@ def _answer(
     return "\n\n".join(parts)
 
 
+_SAID = "- the user said: "
+_ENTRY = re.compile(r"<(user|assistant)>\n(.*?)\n</\1>", re.S)
+_TOOL_CALL = re.compile(r"^\[tool call (\S+) id=\S+\] ?(.*)$", re.M)
+
+
+def _compaction(ask: str) -> str:
+    """An extractive summary of a compaction request's transcript (and earlier summary)."""
+    lines: list[str] = []
+    summary, _, rest = ask.partition("</summary>") if "<summary>" in ask else ("", "", ask)
+    lines += [line for line in summary.splitlines() if line.startswith("- ")]
+    for role, body in _ENTRY.findall(rest):
+        if role == "user":
+            text = "\n".join(
+                line for line in body.splitlines() if not line.startswith("[tool result")
+            ).strip()
+            if text and not text.startswith("<system-reminder>"):
+                lines.append(_SAID + text.splitlines()[0][:200])
+        else:
+            for name, args in _TOOL_CALL.findall(body):
+                lines.append(f"- the agent called {name} {args[:120]}".rstrip())
+    body = "\n".join(lines) or "- nothing of note happened yet"
+    preface = "The conversation so far (an extract, not a model's summary):"
+    return f"<summary>\n{preface}\n{body}\n</summary>"
+
+
 def _thinking_on(body: Mapping[str, Any]) -> bool:
     thinking = as_dict(body.get("thinking"))
     return thinking is not None and thinking.get("type") in ("enabled", "adaptive")
@@ -331,6 +400,8 @@ def demo_brain(body: dict[str, Any]) -> SimReply:
         body: the request body, as a simulator callable receives it.
     """
     ask, earlier, done = _conversation(body)
+    if "<transcript>" in ask:
+        return SimReply(content=[text_block(_compaction(ask))], stop_reason="end_turn")
     tools = _tools(body)
     plan = _plan(ask, tools)
     failed = any(d.is_error for d in done)
