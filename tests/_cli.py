@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pexpect
+
 ROOT = Path(__file__).resolve().parent.parent
 DIVE = [sys.executable, "-m", "dive"]
 
@@ -53,3 +55,40 @@ def result_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert len(lines) == 1, proc.stdout
     data: dict[str, Any] = json.loads(lines[0])
     return data
+
+
+PROMPT = "›"
+TIMEOUT = 60
+
+
+def spawn_chat(
+    home: Path, work: Path, *args: str, term: str = "xterm-256color"
+) -> pexpect.spawn[str]:
+    env = cli_env(home, TERM=term, PROMPT_TOOLKIT_NO_CPR="1")
+    env.pop("NO_COLOR")
+    child: pexpect.spawn[str] = pexpect.spawn(
+        DIVE[0],
+        [*DIVE[1:], "chat", *args],
+        cwd=str(work),
+        env=env,
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(40, 200),
+    )
+    # Keys sent before prompt-toolkit takes the terminal (raw mode) may be flushed: give it a
+    # moment after each prompt appears (this bounds nothing; it only avoids lost keys).
+    child.delaybeforesend = 0.3
+    child.expect(PROMPT)
+    return child
+
+
+def send(child: pexpect.spawn[str], line: str) -> None:
+    child.send(line + "\r")  # Enter is a carriage return in raw mode
+
+
+def quit_chat(child: pexpect.spawn[str]) -> int:
+    send(child, "/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus is not None
+    return child.exitstatus

@@ -8,41 +8,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests._cli import DIVE, cli_env, dive
-
-PROMPT = "›"
-TIMEOUT = 60
-
-
-def _spawn(home: Path, work: Path, *args: str, term: str = "xterm-256color") -> pexpect.spawn[str]:
-    env = cli_env(home, TERM=term, PROMPT_TOOLKIT_NO_CPR="1")
-    env.pop("NO_COLOR")
-    child: pexpect.spawn[str] = pexpect.spawn(
-        DIVE[0],
-        [*DIVE[1:], "chat", *args],
-        cwd=str(work),
-        env=env,
-        encoding="utf-8",
-        timeout=TIMEOUT,
-        dimensions=(40, 200),
-    )
-    # Keys sent before prompt-toolkit takes the terminal (raw mode) may be flushed: give it a
-    # moment after each prompt appears (this bounds nothing; it only avoids lost keys).
-    child.delaybeforesend = 0.3
-    child.expect(PROMPT)
-    return child
-
-
-def _send(child: pexpect.spawn[str], line: str) -> None:
-    child.send(line + "\r")  # Enter is a carriage return in raw mode
-
-
-def _quit(child: pexpect.spawn[str]) -> int:
-    _send(child, "/quit")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus is not None
-    return child.exitstatus
+from tests._cli import PROMPT, dive, quit_chat, send, spawn_chat
 
 
 @pytest.fixture
@@ -55,41 +21,41 @@ def places(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_a_chat_with_a_tool_a_grant_cost_and_a_soft_cancel(places: tuple[Path, Path]) -> None:
     home, work = places
-    child = _spawn(home, work, "--session", "chat1")
-    _send(child, "hello")
+    child = spawn_chat(home, work, "--session", "chat1")
+    send(child, "hello")
     child.expect("offline demo model")
     child.expect(PROMPT)
 
-    _send(child, "run `echo hi-there`")
+    send(child, "run `echo hi-there`")
     child.expect(r'Allow calling "Bash" with command "echo hi-there"')
     child.expect(r"\[a\] allow for this session")
-    _send(child, "a")
+    send(child, "a")
     child.expect("hi-there")
     child.expect("Here is what the tools returned")
     child.expect(PROMPT)
 
-    _send(child, "run `echo hi-there`")  # granted for the session: no question this time
+    send(child, "run `echo hi-there`")  # granted for the session: no question this time
     index = child.expect(["Allow calling", "Here is what the tools returned"])
     assert index == 1
     child.expect(PROMPT)
 
-    _send(child, "/cost")
+    send(child, "/cost")
     child.expect(r"session chat1: input [\d,]+ .* output \d+ .* (\d+) requests · \$(\d+\.\d+)")
     match = child.match
     assert isinstance(match, re.Match)
     assert float(match.group(2)) > 0
     child.expect(PROMPT)
 
-    _send(child, "run `sleep 2 && echo slept-through`")
+    send(child, "run `sleep 2 && echo slept-through`")
     child.expect(r"\[a\] allow for this session")
-    _send(child, "y")
+    send(child, "y")
     child.expect("running Bash")
     child.sendintr()  # Ctrl-C once: the running command finishes, then the turn stops
     child.expect("stopping after the current step")
     child.expect("slept-through")
     child.expect(r"incomplete \(canceled\)")
     child.expect(PROMPT)
-    assert _quit(child) == 0
+    assert quit_chat(child) == 0
 
     shown = dive("sessions", "show", "chat1", "--json", cwd=work, home=home)
     statuses = [line.split('"status":"')[1].split('"')[0] for line in shown.stdout.splitlines()]
@@ -98,19 +64,19 @@ def test_a_chat_with_a_tool_a_grant_cost_and_a_soft_cancel(places: tuple[Path, P
 
 def test_resuming_a_session_in_a_new_process(places: tuple[Path, Path]) -> None:
     home, work = places
-    child = _spawn(home, work, "--session", "keep")
-    _send(child, "my name is Ada")
+    child = spawn_chat(home, work, "--session", "keep")
+    send(child, "my name is Ada")
     child.expect("Nice to meet you, Ada")
     child.expect(PROMPT)
-    assert _quit(child) == 0
+    assert quit_chat(child) == 0
 
-    child = _spawn(home, work, "--resume", "keep")
+    child = spawn_chat(home, work, "--resume", "keep")
     assert "my name is Ada" in (child.before or "")  # the earlier turn, shown before the prompt
-    _send(child, "what is my name?")
+    send(child, "what is my name?")
     child.expect("Earlier in this session you said")
     child.expect("my name is Ada")
     child.expect(PROMPT)
-    assert _quit(child) == 0
+    assert quit_chat(child) == 0
 
 
 def test_suspended_turns_are_answered_in_place(places: tuple[Path, Path]) -> None:
@@ -118,25 +84,25 @@ def test_suspended_turns_are_answered_in_place(places: tuple[Path, Path]) -> Non
     printed = dive("run", "--session", "held", "run `echo from-print-mode`", cwd=work, home=home)
     assert printed.returncode == 3, printed.stderr
 
-    child = _spawn(home, work, "--resume", "held")  # the approval the print run could not ask
+    child = spawn_chat(home, work, "--resume", "held")  # the approval the print run could not ask
     assert 'Allow calling "Bash" with command "echo from-print-mode"' in (child.before or "")
-    _send(child, "y")
+    send(child, "y")
     child.expect("from-print-mode")
     child.expect(PROMPT)
 
-    _send(child, "ask me which colour to use")  # AskUser suspends; answered right here
+    send(child, "ask me which colour to use")  # AskUser suspends; answered right here
     child.expect("which colour to use")
     child.expect("answer")
-    _send(child, "teal")
+    send(child, "teal")
     child.expect(r"AskUser.*returned: .*teal")
     child.expect(PROMPT)
-    assert _quit(child) == 0
+    assert quit_chat(child) == 0
 
 
 def test_a_dumb_terminal_gets_no_colour_but_still_a_prompt(places: tuple[Path, Path]) -> None:
     home, work = places
-    child = _spawn(home, work, term="dumb")
-    _send(child, "what is 6 * 7")
+    child = spawn_chat(home, work, term="dumb")
+    send(child, "what is 6 * 7")
     child.expect("42")
     child.expect(PROMPT)
     seen = child.before or ""
@@ -147,13 +113,74 @@ def test_a_dumb_terminal_gets_no_colour_but_still_a_prompt(places: tuple[Path, P
     assert child.exitstatus == 0
 
 
-def test_compact_summarises_the_session(places: tuple[Path, Path]) -> None:
-    pytest.importorskip("dive.compaction")
+def test_compact_summarises_the_session_and_the_chat_goes_on_from_it(
+    places: tuple[Path, Path],
+) -> None:
     home, work = places
-    child = _spawn(home, work)
-    _send(child, "my name is Ada")
+    child = spawn_chat(home, work, "--session", "long")
+    send(child, "/compact")
+    child.expect("nothing to compact yet")
     child.expect(PROMPT)
-    _send(child, "/compact")
-    child.expect("compacted")
+    for line in ("hello", "my name is Ada", "what is 6 * 7", "list the files"):
+        send(child, line)
+        child.expect(PROMPT)
+    send(child, "/compact names")
+    child.expect(r"compacted (\d+) message\(s\): [\d,]+ → [\d,]+ tokens .* cost \$(\d+\.\d+)")
+    match = child.match
+    assert isinstance(match, re.Match)
+    assert int(match.group(1)) >= 4
+    assert float(match.group(2)) > 0  # the summariser's request is priced too
+    child.expect("the user said: my name is Ada")
     child.expect(PROMPT)
-    assert _quit(child) == 0
+    send(child, "what did I say before?")  # the model now reads the summary, not the turns
+    child.expect("Earlier in this session you said")
+    child.expect("my name is Ada")
+    child.expect(PROMPT)
+    assert quit_chat(child) == 0
+
+    shown = dive("sessions", "show", "long", "--json", cwd=work, home=home)
+    assert len(shown.stdout.splitlines()) == 5  # every original turn record is kept
+
+
+def test_tools_model_sessions_help_and_clear(places: tuple[Path, Path]) -> None:
+    home, work = places
+    child = spawn_chat(home, work, "--session", "first")
+    send(child, "/help")
+    for name in ("/help", "/clear", "/compact", "/cost", "/model", "/resume", "/sessions",
+                 "/tools", "/quit"):  # fmt: skip
+        child.expect_exact(name)
+    child.expect(PROMPT)
+    send(child, "/tools")
+    child.expect(r"Read\s+read-only")
+    child.expect(r"Bash\s+asks first")
+    child.expect("permission mode: default")
+    child.expect(PROMPT)
+    send(child, "/model")
+    child.expect(r"model: anthropic:claude-sonnet-4-6 \(offline simulator\)")
+    child.expect(PROMPT)
+    send(child, "/model anthropic:claude-haiku-4-5")
+    child.expect("offline: ")
+    child.expect(r"model: anthropic:claude-haiku-4-5 \(offline simulator\)")
+    child.expect(PROMPT)
+    send(child, "/model nope:x")
+    child.expect("/model: unknown provider 'nope'")
+    child.expect(PROMPT)
+    send(child, "hello")
+    child.expect("offline demo model")
+    child.expect(PROMPT)
+    send(child, "/clear")
+    child.expect(r"new session (\S+) \(the previous one is kept: /resume first\)")
+    child.expect(PROMPT)
+    send(child, "/sessions")
+    child.expect(r"first\s+\S+ \S+\s+1")
+    child.expect(PROMPT)
+    send(child, "/resume nope")
+    child.expect("no session nope")
+    child.expect(PROMPT)
+    send(child, "/resume first")
+    child.expect("session first: 1 turn")
+    child.expect(PROMPT)
+    send(child, "/nope")
+    child.expect("unknown command /nope")
+    child.expect(PROMPT)
+    assert quit_chat(child) == 0

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dive import Agent, ModelSettings
 from dive.permissions import PermissionConfig, permission_policy
@@ -131,3 +133,113 @@ async def test_with_no_tools_it_says_what_it_is(sim: AnthropicSimulator) -> None
     result = await Agent(model=_model(sim)).run("explain quantum field theory")
     assert "offline demo model" in result.output_text
     assert "not a language model" in result.output_text
+
+
+async def test_a_tool_named_verbatim_is_called_with_its_key_value_pairs(
+    sim: AnthropicSimulator, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
+    agent = _agent(sim, tmp_path)
+    result = await agent.run('call Read with file_path=a.txt limit=2 and nothing="ignored"')
+    call = result.turn.messages[1].tool_calls[0]
+    assert (call.name, dict(call.arguments)) == ("Read", {"file_path": "a.txt", "limit": 2})
+    assert "two" in result.output_text
+    assert "three" not in result.output_text
+
+
+def test_a_compaction_request_gets_an_extract_that_keeps_what_the_user_said() -> None:
+    transcript = (
+        "Here is the conversation so far:\n<transcript>\n"
+        "<user>\nmy name is Ada\n</user>\n"
+        '<assistant>\nI\'ll look.\n[tool call ListDirectory id=t1] {"path": "."}\n</assistant>\n'
+        "<user>\n[tool result ListDirectory id=t1] a.txt\n</user>\n"
+        "</transcript>"
+    )
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": transcript}]}
+    reply = demo_brain(body)
+    [block] = reply.content
+    text = str(dict(block)["text"])
+    assert text.startswith("<summary>")
+    assert "- the user said: my name is Ada" in text
+    assert '- the agent called ListDirectory {"path": "."}' in text
+    assert "tool result" not in text
+    later_ask = (  # a summary of a summary keeps the earlier lines
+        f"Here is the summary of the conversation so far:\n{text}\n\n"
+        "And here is how it continued:\n<transcript>\n<user>\nhello\n</user>\n</transcript>"
+    )
+    again = demo_brain({"messages": [{"role": "user", "content": later_ask}]})
+    later = str(dict(again.content[0])["text"])
+    assert "- the user said: my name is Ada" in later
+    assert "- the user said: hello" in later
+
+
+def test_what_was_said_before_reads_through_a_compaction_summary() -> None:
+    summary = (
+        "The earlier part was compacted.\n\n<summary>\n- the user said: my name is Ada\n</summary>"
+    )
+    body: dict[str, Any] = {
+        "messages": [
+            {"role": "user", "content": summary},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "what did I say before?"},
+        ]
+    }
+    text = str(dict(demo_brain(body).content[0])["text"])
+    assert "- my name is Ada" in text
+    assert "compacted" not in text
+    merged = [  # consecutive user messages reach the wire as one, block by block
+        {"type": "text", "text": "hello"},
+        {"type": "text", "text": summary},
+        {"type": "text", "text": "what did I say before?"},
+    ]
+    text = str(
+        dict(demo_brain({"messages": [{"role": "user", "content": merged}]}).content[0])["text"]
+    )
+    assert "said:\n\n- hello\n- my name is Ada" in text
+
+
+_INTS = st.integers(min_value=-50, max_value=50)
+
+
+def _expressions() -> st.SearchStrategy[str]:
+    return st.recursive(
+        _INTS.map(lambda n: f"({n})" if n < 0 else str(n)),
+        lambda inner: st.tuples(inner, st.sampled_from("+-*"), inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"
+        ),
+        max_leaves=8,
+    )
+
+
+@given(_expressions())
+def test_arithmetic_agrees_with_python(expr: str) -> None:
+    from dive.testing.anthropic._brain import _compute  # pyright: ignore[reportPrivateUsage]
+
+    assert _compute(expr) == str(eval(expr))
+
+
+@settings(max_examples=60)
+@given(st.text(max_size=300))
+def test_any_ask_gets_a_reply(ask: str) -> None:
+    tools = [
+        {"name": n, "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+        for n in ("ListDirectory", "Read", "mcp__x__do_it")
+    ]
+    reply = demo_brain({"messages": [{"role": "user", "content": ask}], "tools": tools})
+    assert reply.stop_reason in ("end_turn", "tool_use")
+    assert reply.content
+
+
+def test_a_second_compaction_keeps_the_first_summary_lines() -> None:
+    earlier = (
+        "The earlier part was compacted.\n\n<summary>\n- the user said: my name is Ada\n</summary>"
+    )
+    transcript = (
+        "Here is the conversation so far:\n<transcript>\n"
+        f"<summary of earlier conversation>\n{earlier}\n</summary of earlier conversation>\n"
+        "<user>\nlist the files\n</user>\n</transcript>"
+    )
+    text = str(
+        dict(demo_brain({"messages": [{"role": "user", "content": transcript}]}).content[0])["text"]
+    )
+    assert "- the user said: my name is Ada\n- the user said: list the files" in text

@@ -101,7 +101,7 @@ async def _resume(chat: Chat, arg: str) -> bool:
 
 def _tool_row(table: Table, tool: Tool) -> None:
     d = tool.definition
-    notes = "read-only" if d.effect_type == "read_only" else ""
+    notes = "read-only" if d.read_only or tool.annotations.read_only is True else ""
     if d.requires_approval:
         notes = "asks first"
     about = (d.description or "").strip().splitlines()

@@ -95,24 +95,30 @@ def _result_text(block: Mapping[str, Any]) -> str:
     return "\n".join(str(b.get("text", "")) for b in parts if b.get("type") == "text")
 
 
+def _user_texts(message: Mapping[str, Any]) -> list[str]:
+    """A user message's text blocks, one each (consecutive user messages arrive merged)."""
+    if message.get("role") != "user":
+        return []
+    texts = [str(b.get("text", "")).strip() for b in _blocks(message) if b.get("type") == "text"]
+    return [t for t in texts if t and not t.startswith("<system-reminder>")]
+
+
+def _said(text: str) -> list[str]:
+    """What the user said, as it appears in an earlier message (a summary lists it)."""
+    if "<summary>" not in text:
+        return [text]
+    return [line[len(_SAID) :] for line in text.splitlines() if line.startswith(_SAID)]
+
+
 def _conversation(body: Mapping[str, Any]) -> tuple[str, list[str], list[_Done]]:
     """The ask, the user texts before it, and the calls made since it (with results)."""
     messages = [m for m in (as_dict(x) for x in as_list(body.get("messages")) or []) if m]
-    ask_at = -1
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m.get("role") == "user" and _texts(_blocks(m)):
-            ask_at = i
-            break
+    ask_at = next((i for i in range(len(messages) - 1, -1, -1) if _user_texts(messages[i])), -1)
     if ask_at < 0:
         return "", [], []
-    earlier: list[str] = []
-    for m in messages[:ask_at]:
-        t = _texts(_blocks(m)) if m.get("role") == "user" else ""
-        if "<summary>" in t:
-            earlier += [line[len(_SAID) :] for line in t.splitlines() if line.startswith(_SAID)]
-        elif t and not t.startswith("<system-reminder>"):
-            earlier.append(t)
+    *before, ask = _user_texts(messages[ask_at])
+    earlier = [said for m in messages[:ask_at] for text in _user_texts(m) for said in _said(text)]
+    earlier += [said for text in before for said in _said(text)]
     calls: dict[str, tuple[str, Json]] = {}
     done: list[_Done] = []
     for m in messages[ask_at + 1 :]:
@@ -122,7 +128,7 @@ def _conversation(body: Mapping[str, Any]) -> tuple[str, list[str], list[_Done]]
             elif b.get("type") == "tool_result" and str(b.get("tool_use_id")) in calls:
                 name, args = calls[str(b.get("tool_use_id"))]
                 done.append(_Done(name, args, _result_text(b), bool(b.get("is_error"))))
-    return _texts(_blocks(messages[ask_at])), earlier, done
+    return ask, earlier, done
 
 
 def _tools(body: Mapping[str, Any]) -> dict[str, Json]:
@@ -191,7 +197,11 @@ _PAIR = re.compile(r"""\b([A-Za-z_]\w*)=(?:"([^"]*)"|'([^']*)'|([^\s,;]+))""")
 
 
 def _coerce(text: str, schema: Mapping[str, Any]) -> Any:
-    kind = schema.get("type")
+    """``text`` as the JSON type the property's schema names (an optional's non-null one)."""
+    kinds = [schema.get("type")] + [
+        (as_dict(s) or {}).get("type") for s in as_list(schema.get("anyOf")) or []
+    ]
+    kind = next((k for k in kinds if k not in (None, "null")), "string")
     try:
         if kind == "integer":
             return int(text)
@@ -365,14 +375,16 @@ def _answer(
 
 _SAID = "- the user said: "
 _ENTRY = re.compile(r"<(user|assistant)>\n(.*?)\n</\1>", re.S)
+_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.S)
 _TOOL_CALL = re.compile(r"^\[tool call (\S+) id=\S+\] ?(.*)$", re.M)
 
 
 def _compaction(ask: str) -> str:
     """An extractive summary of a compaction request's transcript (and earlier summary)."""
     lines: list[str] = []
-    summary, _, rest = ask.partition("</summary>") if "<summary>" in ask else ("", "", ask)
-    lines += [line for line in summary.splitlines() if line.startswith("- ")]
+    for summary in _SUMMARY.findall(ask):  # earlier summaries: the request's, or a message's
+        lines += [line for line in summary.splitlines() if line.startswith("- ")]
+    rest = _SUMMARY.sub("", ask)
     for role, body in _ENTRY.findall(rest):
         if role == "user":
             text = "\n".join(
