@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,52 @@ def quit_chat(child: pexpect.spawn[str]) -> int:
     child.close()
     assert child.exitstatus is not None
     return child.exitstatus
+
+
+CONSOLE = re.compile(r"^```console\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def console_blocks(page: Path) -> list[tuple[int, str]]:
+    """The ``console`` blocks of a Markdown page, with the line each starts at."""
+    text = page.read_text()
+    return [(text[: m.start()].count("\n") + 1, m.group(1)) for m in CONSOLE.finditer(text)]
+
+
+def console_commands(block: str) -> list[tuple[str, list[str]]]:
+    """Each ``$ command`` of a console block and the output lines shown after it.
+
+    A shown line is expected in what the command prints (stderr and stdout); an ellipsis ends
+    the part that is checked.
+    """
+    out: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif line.strip():
+            assert out, f"output before any command: {line!r}"
+            out[-1][1].append(line.split("…")[0].strip())
+    return out
+
+
+def run_console_block(block: str, tmp_path: Path, *, where: str) -> None:
+    """Run a block's commands in order with bash, offline, in a fresh home and workspace."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = cli_env(home)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    for command, shown in console_commands(block):
+        proc = subprocess.run(
+            ["bash", "-c", command],
+            cwd=work,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        printed = proc.stderr + proc.stdout
+        assert "Traceback" not in printed, (where, command, printed)
+        for expected in shown:
+            assert expected in printed, (where, command, expected, printed)
