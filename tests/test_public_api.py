@@ -482,6 +482,7 @@ EXPORTS: dict[str, list[str]] = {
         "agent_card",
     ],
     "dive.agui": ["APPROVAL_SCHEMA", "agui_app"],
+    "dive.cli": ["app", "main"],
     "dive.mcp": [
         "MCPConfigError",
         "MCPConnectionError",
