@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -184,3 +185,32 @@ def test_tools_model_sessions_help_and_clear(places: tuple[Path, Path]) -> None:
     child.expect("unknown command /nope")
     child.expect(PROMPT)
     assert quit_chat(child) == 0
+
+
+def test_deny_and_a_hard_cancel(places: tuple[Path, Path]) -> None:
+    home, work = places
+    child = spawn_chat(home, work, "--session", "hard")
+    send(child, "run `echo refused-one`")
+    child.expect(r"\[n\] deny")
+    send(child, "n")
+    child.expect("did not succeed")
+    child.expect(PROMPT)
+
+    send(child, "run `sleep 30 && echo never-printed`")
+    child.expect(r"\[n\] deny")
+    send(child, "y")
+    child.expect("running Bash")
+    child.sendintr()
+    child.expect("stopping after the current step")
+    child.sendintr()  # twice: stop now, the command is killed
+    child.expect("stopping now")
+    child.expect(r"incomplete \(canceled\)")
+    child.expect(PROMPT)
+    assert "never-printed" not in (child.before or "")
+    assert quit_chat(child) == 0
+    shown = dive("sessions", "show", "hard", "--json", cwd=work, home=home)
+    records = [json.loads(line) for line in shown.stdout.splitlines()]
+    assert [r["status"] for r in records] == ["completed", "incomplete"]
+    [call] = records[1]["tool_calls"]
+    assert call["name"] == "Bash"
+    assert call["state"] != "completed"  # stopped, not waited for

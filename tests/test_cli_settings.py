@@ -163,3 +163,37 @@ def test_settings_files_reach_a_real_run(layout: tuple[Path, Path]) -> None:
     by_flag = dive(*args, "--model", "anthropic:flag-model", cwd=work, home=home,
                    env={"DIVE_MODEL": "anthropic:env-model"})  # fmt: skip
     assert result_of(by_flag)["model"] == "anthropic:flag-model"
+
+
+async def test_the_settings_reach_the_agent(tmp_path: Path) -> None:
+    """What the flags set is what the agent runs with; the toolkit is confined to the workspace."""
+    from dive.cli._runtime import open_runtime
+
+    work = tmp_path / "work"
+    work.mkdir()
+    flags = Flags(
+        workspace=work,
+        system_prompt="You are terse.",
+        max_turns=3,
+        thinking="enabled",
+        effort="high",
+        db=tmp_path / "s.db",
+    )
+    settings = resolve_settings(flags, environ={}, home=tmp_path)
+    async with open_runtime(settings, environ={}) as rt:
+        agent = rt.agent
+        assert rt.choice.offline
+        assert agent.system_prompt().startswith("You are terse.")
+        assert agent.limits.max_model_calls_per_turn == 3
+        assert agent.model_settings is not None
+        assert agent.model_settings.thinking == "enabled"
+        assert agent.model_settings.reasoning_effort == "high"
+        names = {t.name for t in agent.tools}
+        assert {"Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUser"} <= names
+        (tmp_path / "outside.txt").write_text("secret")
+        result = await agent.run("read ../outside.txt")
+        assert result.status == "completed"
+        [call] = result.turn.tool_calls
+        assert call.name == "Read"
+        assert "secret" not in result.output_text
+        assert "did not succeed" in result.output_text  # outside the workspace
