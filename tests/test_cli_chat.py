@@ -184,7 +184,21 @@ def test_tools_model_sessions_help_and_clear(places: tuple[Path, Path]) -> None:
     send(child, "/nope")
     child.expect("unknown command /nope")
     child.expect(PROMPT)
+
+    send(child, "what is 6 * 7 \\")  # a trailing backslash: Enter starts a new line
+    send(child, "my name is Ada")  # one message of two lines
+    child.expect("42")
+    child.expect("Nice to meet you, Ada")
+    child.expect(PROMPT)
+    child.send("\x1b[A")  # Up: the history gives the last message back
+    send(child, "")
+    child.expect("Nice to meet you, Ada")
+    child.expect(PROMPT)
     assert quit_chat(child) == 0
+    shown = dive("sessions", "show", "first", "--json", cwd=work, home=home)
+    asks = [json.loads(line)["messages"][0] for line in shown.stdout.splitlines()]
+    texts = [block["text"] for m in asks for block in m["content"]]
+    assert texts[-2:] == ["what is 6 * 7 \nmy name is Ada"] * 2
 
 
 def test_deny_and_a_hard_cancel(places: tuple[Path, Path]) -> None:

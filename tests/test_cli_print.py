@@ -109,6 +109,9 @@ def test_usage_errors_exit_2_with_one_clear_line(
         (["run", "--deny", "Bash(", "hi"], "Bash("),
         (["run", "--no-such-flag"], "No such option"),
         (["sessions", "show", "nope"], "no sessions file"),
+        (["chat", "--model", "nope:model"], "unknown provider 'nope'"),
+        (["chat", "--model", "not-a-known-model-name"], "not-a-known-model-name"),
+        (["chat", "--resume", "missing"], "no such session"),
     ],
 )
 def test_more_usage_errors_in_process(
@@ -126,7 +129,7 @@ def test_more_usage_errors_in_process(
         main(args)
     out = capsys.readouterr()
     assert exited.value.code in (1, 2), out
-    if args[0] == "run":
+    if args[0] in ("run", "chat"):
         assert exited.value.code == 2
     assert says in out.err
     assert "Traceback" not in out.err
