@@ -228,3 +228,14 @@ def test_deny_and_a_hard_cancel(places: tuple[Path, Path]) -> None:
     [call] = records[1]["tool_calls"]
     assert call["name"] == "Bash"
     assert call["state"] != "completed"  # stopped, not waited for
+
+
+def test_thinking_streams_dimmed(places: tuple[Path, Path]) -> None:
+    home, work = places
+    child = spawn_chat(home, work, "--thinking", "enabled")
+    send(child, "list the files")
+    dim = r"\x1b\[(?:[0-9;]*;)?2(?:;[0-9;]*)?m"  # SGR 2
+    child.expect(dim + r"[^\x1b]*The user asked")
+    child.expect("Here is what the tools returned")
+    child.expect(PROMPT)
+    assert quit_chat(child) == 0
