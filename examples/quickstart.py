@@ -175,6 +175,9 @@ async def main() -> None:
             print(result)  # one line: status, reason, error and the next step
         finally:
             await store.close()
+            close = getattr(model, "aclose", None)  # the provider's SDK client
+            if close is not None:
+                await close()
 
 
 if __name__ == "__main__":
