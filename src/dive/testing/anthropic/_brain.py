@@ -83,10 +83,6 @@ def _blocks(message: Mapping[str, Any]) -> list[Json]:
     return [b for b in (as_dict(x) for x in as_list(content) or []) if b is not None]
 
 
-def _texts(blocks: Sequence[Mapping[str, Any]]) -> str:
-    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
-
-
 def _result_text(block: Mapping[str, Any]) -> str:
     content = block.get("content")
     if isinstance(content, str):
