@@ -1,10 +1,13 @@
-"""dive quickstart: an agent with three real tools and a SQLite session, streaming its events.
+"""dive quickstart (``make demo``): an agent with real tools and a SQLite session.
 
-Run with ``make demo``. With no provider configured it uses dive's offline scripted model
-and says so; once provider extras are configured (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) the
-same agent runs against the real model. Every turn is saved in
-``.dive-example/quickstart.db`` (session ``quickstart``): run it twice and the second run
-sees the first one's history.
+With a provider configured (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY`` or ``GEMINI_API_KEY``,
+or a ``*_BASE_URL`` for a compatible server) it talks to that provider; otherwise it starts
+dive's bundled Anthropic simulator on 127.0.0.1 and talks to it through the official SDK —
+the same code path, answered by ``demo_brain`` (a few text patterns, not a model). It says
+which on its first line. The answer streams as it arrives; tool calls, their results, the
+turn record and the usage with its cost are printed. Every turn is saved in
+``.dive-example/quickstart.db`` (session ``quickstart``) under the current folder: run it
+again and the second run continues the same conversation.
 """
 
 from __future__ import annotations
@@ -14,20 +17,20 @@ import asyncio
 import operator
 import os
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
+import dive
 from dive.agent import (
     Agent,
     AgentEvent,
-    MessageEvent,
+    ModelStreamEvent,
     ToolCallEvent,
     ToolCallResultEvent,
-    TurnEndedEvent,
 )
-from dive.llm import Model
+from dive.llm import ContentBlockDelta, Model, TextDelta
 from dive.messages import validate_complete_turns
 from dive.sessions import SQLiteSessionStore
-from dive.testing import ScriptedModel, call, text, tool_use
 from dive.tools import tool
 
 HERE = Path(__file__).resolve().parent
@@ -81,81 +84,100 @@ def read_example(name: str, max_lines: int = 20) -> str:
     return "\n".join(path.read_text().splitlines()[:max_lines])
 
 
-def offline_model() -> Model:
-    """A scripted model that uses the tools the way a real one would."""
-    return ScriptedModel(
-        [
-            tool_use(call("list_examples", {}), text="I'll look at the examples first."),
-            tool_use(call("read_example", {"name": "quickstart.py", "max_lines": 3})),
-            tool_use(call("calculate", {"expression": "(2 + 3) * 4"})),
-            text(
-                "The examples folder holds the quickstart, whose docstring says it runs an "
-                "agent with two real tools; and (2 + 3) * 4 = 20."
-            ),
-        ],
-        name="scripted-demo",
-    )
+PROVIDERS = (
+    ("ANTHROPIC", "anthropic:claude-sonnet-4-6"),
+    ("OPENAI", "openai:gpt-5"),
+    ("GEMINI", "google:gemini-2.5-flash"),
+)
 
 
-def pick_model() -> tuple[Model, str]:
-    """A real provider when one is configured (a key or a base URL), else the offline model."""
-    from dive.providers import model as resolve
-
-    choices = (
-        ("ANTHROPIC", "anthropic:claude-sonnet-4-6"),
-        ("OPENAI", "openai:gpt-5"),
-        ("GEMINI", "google:gemini-2.5-flash"),
-    )
-    for env, default in choices:
-        key = os.environ.get(f"{env}_API_KEY")
-        base_url = os.environ.get(f"{env}_BASE_URL")
+def pick_model(stack: ExitStack) -> tuple[Model, str]:
+    """A configured provider (a key or a base URL), else the simulator through the SDK."""
+    for env, default in PROVIDERS:
+        key, base_url = os.environ.get(f"{env}_API_KEY"), os.environ.get(f"{env}_BASE_URL")
         if key or base_url:
             spec = os.environ.get("DIVE_MODEL", default)
             options = {"base_url": base_url} if base_url else {}
-            return resolve(spec, **options), f"using {spec} ({env}_API_KEY or _BASE_URL is set)"
-    return offline_model(), "offline: no provider configured, using the bundled scripted model"
+            return dive.model(spec, **options), f"using {spec} ({env}_API_KEY or _BASE_URL is set)"
+    from dive.providers.anthropic import AnthropicModel
+    from dive.testing.anthropic import AnthropicSimulator, SimClock, demo_brain
+
+    sim = stack.enter_context(
+        AnthropicSimulator(clock=SimClock(realtime=True), fallback=demo_brain)
+    )
+    model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="offline")
+    return model, (
+        f"offline: no provider key or base URL is set, so this talks to dive's bundled "
+        f"Anthropic simulator at {sim.url} through the official SDK (demo replies, not a real "
+        "model; set ANTHROPIC_API_KEY for a real one)"
+    )
 
 
-async def show(event: AgentEvent) -> None:
-    if isinstance(event, MessageEvent) and event.message.text:
-        print(f"assistant> {event.message.text}")
-    elif isinstance(event, ToolCallEvent):
-        print(f"  tool call  {event.call.name}({dict(event.call.arguments)})")
-    elif isinstance(event, ToolCallResultEvent) and event.result is not None:
-        first = event.result.text.splitlines()[0] if event.result.text else ""
-        print(f"  result     {first[:70]}{' [error]' if event.result.is_error else ''}")
-    elif isinstance(event, TurnEndedEvent):
-        print(f"turn ended after {event.turn.model_calls} model calls")
+class Show:
+    """Stream the answer's text; one line per tool call and result."""
+
+    def __init__(self) -> None:
+        self.mid_line = True  # the "assistant> " prompt is open
+
+    def __call__(self, event: AgentEvent) -> None:
+        if isinstance(event, ModelStreamEvent):
+            raw = event.event
+            if isinstance(raw, ContentBlockDelta) and isinstance(raw.delta, TextDelta):
+                print(raw.delta.text, end="", flush=True)
+                self.mid_line = not raw.delta.text.endswith("\n")
+        elif isinstance(event, ToolCallEvent):
+            if self.mid_line:
+                print()
+            print(f"  → {event.call.name}({dict(event.call.arguments)})")
+            self.mid_line = False
+        elif isinstance(event, ToolCallResultEvent) and event.result is not None:
+            first = event.result.text.splitlines()[0] if event.result.text else ""
+            print(f"  ← {first[:70]}{' [error]' if event.result.is_error else ''}")
 
 
 async def main() -> None:
-    model, note = pick_model()
-    print(f"dive quickstart — {note}")
-    folder = HERE.parent / ".dive-example"
-    folder.mkdir(exist_ok=True)
-    store = SQLiteSessionStore(folder / "quickstart.db")
-    session = store.session("quickstart")
-    agent = Agent(
-        model=model,
-        instructions="You answer questions about the examples folder and do arithmetic.",
-        tools=[list_examples, read_example, calculate],
-        session=session,
-    )
-    try:
-        result = await agent.run(
-            "What is in the examples folder, and what is (2 + 3) * 4?", on_event=show
+    with ExitStack() as stack:
+        model, note = pick_model(stack)
+        print(f"dive quickstart — {note}")
+        folder = Path.cwd() / ".dive-example"
+        folder.mkdir(exist_ok=True)
+        store = SQLiteSessionStore(folder / "quickstart.db")
+        session = store.session("quickstart")
+        agent = Agent(
+            model=model,
+            instructions="You answer questions about the examples folder and do arithmetic.",
+            tools=[list_examples, read_example, calculate],
+            session=session,
         )
-        history = await session.messages()
-        validate_complete_turns(history)
-        turns = await session.turns()
-        print(
-            f"saved: {result.persistence} in {folder.name}/quickstart.db "
-            f"(session quickstart, {len(turns)} turn(s), {len(history)} messages); "
-            f"tokens out={result.usage.output_tokens}"
-        )
-        print(result)  # one line: status, reason, error and the next step
-    finally:
-        await store.close()
+        try:
+            earlier = len(await session.turns())
+            prompt = (
+                "What did I ask you before? And what is 7 * 6?"
+                if earlier
+                else "What is in the examples folder, and what is (2 + 3) * 4?"
+            )
+            print(f"you> {prompt}\nassistant> ", end="")
+            result = await agent.run(prompt, on_event=Show())
+            print()
+            history = await session.messages()
+            validate_complete_turns(history)
+            turn = result.turn
+            calls = ", ".join(f"{c.name} {c.state}" for c in turn.tool_calls) or "none"
+            print(
+                f"turn record: {turn.id} {turn.status} · {turn.model_calls} model calls · "
+                f"tool calls: {calls} · saved: {result.persistence}"
+            )
+            print(
+                f"session quickstart: {earlier + 1} turn(s), {len(history)} messages in "
+                f"{folder.name}/quickstart.db (run again to continue it)"
+            )
+            print(f"usage: {result.usage}")
+            print(result)  # one line: status, reason, error and the next step
+        finally:
+            await store.close()
+            close = getattr(model, "aclose", None)  # the provider's SDK client
+            if close is not None:
+                await close()
 
 
 if __name__ == "__main__":

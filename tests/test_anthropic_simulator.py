@@ -237,6 +237,7 @@ def test_public_names() -> None:
             "SimRequest",
             "SimStreamError",
             "block_tokens",
+            "demo_brain",
             "redacted_thinking_block",
             "reply",
             "server_tool_use_block",
@@ -1262,6 +1263,25 @@ def test_module_entry_point_serves_until_interrupted() -> None:
         with anthropic.Anthropic(base_url=url, api_key="test", max_retries=0) as c:
             answer = create(c, messages=[{"role": "user", "content": "marco"}])
         assert dumped(answer) == [{"type": "text", "text": "echo: marco"}]
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=10) == 0
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def test_module_entry_point_with_the_demo_brain() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dive.testing.anthropic", "--port", "0", "--demo"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        with anthropic.Anthropic(base_url=url, api_key="test", max_retries=0) as c:
+            answer = create(c, messages=[{"role": "user", "content": "what is 6 * 7?"}])
+        assert dumped(answer) == [{"type": "text", "text": "`6 * 7` = **42**"}]
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0

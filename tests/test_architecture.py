@@ -104,6 +104,25 @@ ALLOWED: dict[str, set[str]] = {
     },
     # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
     "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
+    # the command line sits on top: it assembles everything, nothing imports it; offline it
+    # serves the bundled Anthropic simulator (dive.testing); the viewer is imported by name
+    "cli": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+        "permissions",
+        "compaction",
+        "toolkit",
+        "mcp",
+        "testing",
+        "viewer",
+    },
 }
 
 
@@ -241,6 +260,32 @@ def test_service_sdks_are_imported_only_by_their_packages(sdk: str) -> None:
         for module, path in _modules()
         for target in _imports(module, path)
         if target.split(".")[0] == sdk and _part(module) not in SERVICE_SDKS[sdk]
+    )
+    assert found == []
+
+
+# The terminal libraries belong to the command line.
+CLI_LIBRARIES = ("rich", "typer", "prompt_toolkit")
+
+
+@pytest.mark.parametrize("library", CLI_LIBRARIES)
+def test_terminal_libraries_are_imported_only_by_the_cli(library: str) -> None:
+    found = sorted(
+        module
+        for module, path in _modules()
+        for target in _imports(module, path)
+        if target.split(".")[0] == library and _part(module) != "cli"
+    )
+    assert found == []
+
+
+def test_nothing_imports_the_cli() -> None:
+    found = sorted(
+        (module, target)
+        for module, path in _modules()
+        if _part(module) not in ("cli", "__main__")
+        for target in _imports(module, path)
+        if _part(target) == "cli"
     )
     assert found == []
 

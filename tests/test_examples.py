@@ -1,4 +1,4 @@
-"""The offline examples run to completion (``make demo`` covers quickstart)."""
+"""The offline examples run to completion; the quickstart (``make demo``) twice."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _offline_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
 
 
 @pytest.mark.parametrize(
@@ -27,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline
+    env = _offline_env()
     proc = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
@@ -49,3 +53,36 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         assert "suspended (input_required): Delete the note 'todo'?" in proc.stdout
         assert "resumed: mcp__notes__delete_note -> deleted todo" in proc.stdout
         assert "notes left: none" in proc.stdout
+
+
+def test_the_quickstart_talks_to_the_simulator_and_continues_its_session(tmp_path: Path) -> None:
+    """``make demo`` offline: the Anthropic simulator through the SDK, priced, and a second
+    run that continues the first run's conversation from the SQLite session."""
+    outputs: list[str] = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+            env=_offline_env(),
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    first, second = outputs
+    assert "Anthropic simulator" in first
+    assert "through the official SDK" in first
+    assert "→ list_examples({})" in first
+    assert "→ calculate(" in first
+    assert "turn record: turn_" in first
+    assert "completed" in first
+    assert "session quickstart: 1 turn(s)" in first
+    for out in outputs:
+        usage = next(line for line in out.splitlines() if line.startswith("usage: "))
+        assert "$" in usage
+        assert "cost unknown" not in usage
+    assert "session quickstart: 2 turn(s)" in second
+    assert "What is in the examples folder" in second  # it remembers the first run
+    assert (tmp_path / ".dive-example" / "quickstart.db").is_file()

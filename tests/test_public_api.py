@@ -482,6 +482,7 @@ EXPORTS: dict[str, list[str]] = {
         "agent_card",
     ],
     "dive.agui": ["APPROVAL_SCHEMA", "agui_app"],
+    "dive.cli": ["app", "main"],
     "dive.mcp": [
         "MCPConfigError",
         "MCPConnectionError",
@@ -554,7 +555,7 @@ EXPORTS: dict[str, list[str]] = {
         "file_tools",
         "render_todos",
     ],
-    "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model"],
+    "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model", "provider_of"],
     "dive.providers.anthropic": [
         "AnthropicModel",
         "Capabilities",
@@ -599,6 +600,7 @@ EXPORTS: dict[str, list[str]] = {
         "SimRequest",
         "SimStreamError",
         "block_tokens",
+        "demo_brain",
         "redacted_thinking_block",
         "reply",
         "server_tool_use_block",

@@ -1,4 +1,5 @@
-"""Every ``python`` code block of README.md runs as written, each on its own.
+"""Every ``python`` code block of README.md runs as written, each on its own; so do its
+``console`` blocks of ``dive`` commands, against the bundled simulator.
 
 Each block runs in a fresh namespace (no block may use another's variables), in an empty
 working folder, with placeholder API keys so model construction works offline; the blocks
@@ -12,6 +13,8 @@ import runpy
 from pathlib import Path
 
 import pytest
+
+from tests._cli import console_blocks, run_console_block
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -48,3 +51,15 @@ def test_block_runs(
     printed = capsys.readouterr().out
     for expected in _shown(code):
         assert expected in printed, (line, expected, printed)
+
+
+def test_the_readme_shows_the_command_line_right_after_the_set_up() -> None:
+    headings = re.findall(r"^## (.+)$", README.read_text(), re.MULTILINE)
+    assert headings[:2] == ["Set up on a fresh machine", "The `dive` command"]
+    assert console_blocks(README)
+
+
+@pytest.mark.parametrize(("line", "block"), console_blocks(README), ids=lambda v: str(v)[:12])
+def test_console_block_runs_against_the_simulator(line: int, block: str, tmp_path: Path) -> None:
+    """The README's ``dive`` examples, run in a shell, offline, in a fresh home and folder."""
+    run_console_block(block, tmp_path, where=f"README.md:{line}")

@@ -4,10 +4,10 @@ Each provider lives in its own subpackage (``dive.providers.anthropic``, …) so
 dive never requires an SDK you did not install.
 """
 
-from dive.providers._registry import COMPATIBLE, PROVIDERS, model
+from dive.providers._registry import COMPATIBLE, PROVIDERS, model, provider_of
 from dive.providers._retry import RetryPolicy
 
-__all__ = ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model"]
+__all__ = ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model", "provider_of"]
 
 from dive._public import publish as _publish
 

@@ -26,7 +26,7 @@ from dive.errors import (
 )
 from dive.llm import Model
 
-__all__ = ["COMPATIBLE", "PROVIDERS", "model"]
+__all__ = ["COMPATIBLE", "PROVIDERS", "model", "provider_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +93,23 @@ def _split(spec: str) -> tuple[str, str]:
         f"cannot tell which provider serves {spec!r}; write it as 'provider:model' with one of "
         f"{', '.join(PROVIDERS)}"
     )
+
+
+def provider_of(spec: str) -> str:
+    """The provider prefix that serves ``spec`` (``"claude-sonnet-4-6"`` → ``"anthropic"``).
+
+    The same rules as :func:`model`, without building anything: an explicit prefix wins, a
+    bare name is matched by ordered prefixes.
+
+    Args:
+        spec: ``"provider:model"`` or a bare model name.
+
+    Raises:
+        UnknownProviderError: the prefix is not one of ``PROVIDERS``.
+        UnknownModelError: a bare name no rule matches.
+        UserError: an ambiguous ``vendor/model`` name.
+    """
+    return _split(spec)[0]
 
 
 def _require(module: str, extra: str) -> None:

@@ -21,9 +21,14 @@ accounting with breakpoints, lookback, per-model minimums and TTLs on an injecta
 Script items: :class:`SimReply` (or the builders ``text``, ``tool_use``, ``reply``), a string,
 the faults :class:`SimFault`, :class:`SimStreamError`, :class:`SimCut` and
 :class:`SimMalformed`, or a callable receiving the request body and returning any of these.
-``python -m dive.testing.anthropic [--port N]`` serves one with an echo fallback.
+``demo_brain`` is a fallback that answers any request plausibly offline (a few text patterns
+that call the offered tools and summarise their results; not a language model): the ``dive``
+command line and ``make demo`` use it when no provider is configured.
+``python -m dive.testing.anthropic [--port N] [--demo]`` serves one with an echo (or the demo)
+fallback.
 """
 
+from dive.testing.anthropic._brain import demo_brain
 from dive.testing.anthropic._cache import SimClock
 from dive.testing.anthropic._script import (
     Reply,
@@ -57,6 +62,7 @@ __all__ = [
     "SimRequest",
     "SimStreamError",
     "block_tokens",
+    "demo_brain",
     "redacted_thinking_block",
     "reply",
     "server_tool_use_block",
