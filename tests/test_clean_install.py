@@ -210,11 +210,14 @@ def test_core_modules_import_without_extras(bare: Venv, tmp_path: Path) -> None:
         "import importlib, json, dive\n"
         f"for name in {CORE_MODULES!r}:\n"
         "    importlib.import_module(name)\n"
-        "print(json.dumps(dive.__file__))\n"
+        "import sys\n"
+        "print(json.dumps([dive.__file__, 'griffe' in sys.modules]))\n"
     )
     proc = bare.run("-c", code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert Path(json.loads(proc.stdout)).is_relative_to(bare.root), "dive came from elsewhere"
+    location, griffe_loaded = json.loads(proc.stdout)
+    assert Path(location).is_relative_to(bare.root), "dive came from elsewhere"
+    assert not griffe_loaded, "griffe is imported on a tool's first docstring, not at import"
 
 
 def test_modules_needing_an_extra_name_it(bare: Venv, tmp_path: Path) -> None:

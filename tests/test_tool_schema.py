@@ -208,6 +208,38 @@ def test_docstring_params_not_in_signature_are_ignored() -> None:
     assert schema(f)["properties"] == {"a": {"description": "The a.", "type": "integer"}}
 
 
+def test_docstring_summary_keeps_lines_that_start_with_a_role() -> None:
+    @tool
+    def f(a: int) -> str:
+        """Look a value up in the
+        :class:`Index` of the workspace.
+
+        Args:
+            a: The a.
+        """
+        return ""
+
+    assert f.definition.description == "Look a value up in the\n:class:`Index` of the workspace."
+
+
+def test_google_docstring_may_describe_several_params_at_once() -> None:
+    @tool
+    def f(x: int, y: int, z: int = 0) -> str:
+        """Summary.
+
+        Args:
+            x, y: A coordinate.
+            z: The height.
+        """
+        return ""
+
+    assert schema(f)["properties"] == {
+        "x": {"description": "A coordinate.", "type": "integer"},
+        "y": {"description": "A coordinate.", "type": "integer"},
+        "z": {"default": 0, "description": "The height.", "type": "integer"},
+    }
+
+
 # --- annotated constraints -----------------------------------------------------------------
 
 
