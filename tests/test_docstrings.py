@@ -7,7 +7,7 @@ Google parser. A parameter counts as documented when it is listed in an ``Args:`
 ``Attributes:``) section of the function, of the class or of its ``__init__``, or when the
 field has its own docstring; a method may inherit the descriptions of the method it
 overrides in a dive base class. ``self``/``cls``, ``_private`` parameters and the
-single-value ``type: Literal["..."]`` discriminator of records are not counted.
+single-value ``type``/``kind: Literal["..."]`` discriminator of records are not counted.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _counted(param: griffe.Parameter) -> bool:
         return False
     annotation = param.annotation
     discriminator = (
-        param.name == "type"
+        param.name in ("type", "kind")
         and isinstance(annotation, griffe.ExprSubscript)
         and str(annotation.left) == "Literal"
         and "," not in str(annotation.slice)
