@@ -223,7 +223,12 @@ class PromptError(UserError):
 
 
 class MessageValidationError(DiveError, ValueError):
-    """A message, content block or history is malformed. The message names the field path."""
+    """A message, content block or history is malformed. The message names the field path.
+
+    Args:
+        message: what is wrong.
+        path: the field path, e.g. ``messages[3].content[0].tool_call_id`` (prefixes the message).
+    """
 
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(f"{path}: {message}" if path else message)
@@ -231,7 +236,12 @@ class MessageValidationError(DiveError, ValueError):
 
 
 class IncompleteToolTurnError(MessageValidationError):
-    """A history contains a malformed or incomplete assistant tool-call exchange."""
+    """A history contains a malformed or incomplete assistant tool-call exchange.
+
+    Args:
+        index: the position of the offending message in the history.
+        reason: what is wrong with its tool exchange.
+    """
 
     def __init__(self, index: int, reason: str) -> None:
         super().__init__(f"message: incomplete tool turn: message {index}: {reason}")
