@@ -6,13 +6,15 @@ method of those classes. griffe reads the source the way the API reference does,
 Google parser. A parameter counts as documented when it is listed in an ``Args:`` (or
 ``Attributes:``) section of the function, of the class or of its ``__init__``, or when the
 field has its own docstring; a method may inherit the descriptions of the method it
-overrides in a dive base class. ``self``/``cls``, ``_private`` parameters and the
-single-value ``type``/``kind: Literal["..."]`` discriminator of records are not counted.
+overrides in a dive base class, or of the same method of an exported ``Protocol`` whose
+every method the class has (``SQLiteSessionStore.load`` from ``SessionStore.load``).
+``self``/``cls``, ``_private`` parameters and the single-value ``type``/``kind:
+Literal["..."]`` discriminator of records are not counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,9 +114,38 @@ def _own_constructor(cls: griffe.Class) -> list[griffe.Parameter]:
     return []
 
 
-def _method_docs(cls: griffe.Class, name: str) -> set[str]:
+def _public_methods(cls: griffe.Class) -> set[str]:
+    return {
+        name
+        for name, member in cls.members.items()
+        if not name.startswith("_") and isinstance(member, griffe.Function)
+    }
+
+
+def _protocols(objects: Iterable[griffe.Object]) -> list[griffe.Class]:
+    """The exported ``Protocol`` classes: a class with all their methods implements them."""
+    return [
+        obj
+        for obj in objects
+        if isinstance(obj, griffe.Class)
+        and any(str(base).split("[")[0].endswith("Protocol") for base in obj.bases)
+        and _public_methods(obj)
+    ]
+
+
+def _implements(cls: griffe.Class, protocol: griffe.Class) -> bool:
+    try:
+        names = set(cls.all_members)
+    except (griffe.AliasResolutionError, ValueError):
+        names = set(cls.members)
+    return cls is not protocol and _public_methods(protocol) <= names
+
+
+def _method_docs(cls: griffe.Class, name: str, protocols: Sequence[griffe.Class]) -> set[str]:
+    """What the method, the one it overrides, or a protocol's it implements documents."""
     names: set[str] = set()
-    for klass in _dive_mro(cls):
+    sources = [*_dive_mro(cls), *(p for p in protocols if _implements(cls, p))]
+    for klass in sources:
         method = klass.members.get(name)
         if isinstance(method, griffe.Function):
             names |= _described(method.docstring)
@@ -127,7 +158,9 @@ def _function_gaps(where: str, fn: griffe.Function, documented: set[str]) -> Ite
             yield Gap(where, param.name)
 
 
-def _class_gaps(where: str, cls: griffe.Class) -> Iterator[Gap]:
+def _class_gaps(
+    where: str, cls: griffe.Class, protocols: Sequence[griffe.Class] = ()
+) -> Iterator[Gap]:
     if cls.docstring is None or not cls.docstring.value.strip():
         yield Gap(where)
     documented = _class_docs(cls)
@@ -139,7 +172,8 @@ def _class_gaps(where: str, cls: griffe.Class) -> Iterator[Gap]:
             continue
         if "property" in member.labels:
             continue
-        yield from _function_gaps(f"{where}.{name}", member, _method_docs(cls, name))
+        documented = _method_docs(cls, name, protocols)
+        yield from _function_gaps(f"{where}.{name}", member, documented)
 
 
 def _public_objects(package: griffe.Module) -> dict[str, griffe.Object]:
@@ -183,10 +217,11 @@ def _bases_to_check(objects: dict[str, griffe.Object]) -> dict[str, griffe.Objec
 def _gaps(package: griffe.Module) -> list[Gap]:
     objects = _public_objects(package)
     objects |= _bases_to_check(objects)
+    protocols = _protocols(objects.values())
     gaps: list[Gap] = []
     for where, obj in objects.items():
         if isinstance(obj, griffe.Class):
-            gaps.extend(_class_gaps(where, obj))
+            gaps.extend(_class_gaps(where, obj, protocols))
         elif isinstance(obj, griffe.Function):
             gaps.extend(_function_gaps(where, obj, _described(obj.docstring)))
     return sorted(set(gaps))
