@@ -10,6 +10,7 @@ reminder whose details are the outcome JSON. The result always passes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from dive.messages import UNKNOWN_RESULT_TEXT, Message, TextBlock, ToolCall, ToolResult
 from dive.messages.codec import decode
@@ -190,6 +191,7 @@ def close_turn(
     outcome: TurnOutcome,
     *,
     recorded_reminders: Sequence[Message] = (),
+    at: datetime | None = None,
 ) -> list[Message]:
     """Answer every unanswered call, then append recorded reminders and the outcome note.
 
@@ -197,10 +199,11 @@ def close_turn(
         messages: the turn's messages, oldest first.
         outcome: how the turn ended; its note is appended last.
         recorded_reminders: reminder messages queued while the turn ended, placed before the note.
+        at: the note's timestamp (default: now).
     """
     states = {c.id: c.state for c in outcome.tool_calls}
     closed = answer_open_calls(messages, states, extra=recorded_reminders)
-    closed.append(reminder_message(outcome_note(outcome)))
+    closed.append(reminder_message(outcome_note(outcome), at=at))
     return closed
 
 

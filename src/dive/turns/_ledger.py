@@ -374,6 +374,7 @@ class CallLedger:
         decided_by: str,
         rule: str | None = None,
         message: str | None = None,
+        at: datetime | None = None,
     ) -> None:
         """Add an approval-gate decision to the call's audit log (its state is unchanged).
 
@@ -383,6 +384,7 @@ class CallLedger:
             decided_by: who decided (``rule``, ``mode``, ``hook``, ``policy``, ``resume``, ...).
             rule: the rule that decided, if any.
             message: the denial text or the prompt of an ask, if any.
+            at: when it was decided (default: now).
         """
         entry = self._entry(call_id)
         entry.approvals += (
@@ -391,7 +393,7 @@ class CallLedger:
                 decided_by=decided_by,
                 rule=rule,
                 message=message,
-                at=datetime.now(UTC),
+                at=at or datetime.now(UTC),
             ),
         )
         entry.record = None

@@ -65,6 +65,7 @@ def close_stored_turn(
     read_only: Callable[[str], bool] | None = None,
     *,
     error: str | None = None,
+    at: datetime | None = None,
 ) -> Turn:
     """Close a stored open turn as incomplete ``reason`` without running anything.
 
@@ -74,7 +75,9 @@ def close_stored_turn(
         read_only: says whether a tool, by name, is read-only (an ``unknown`` call of a read-only
             tool needs no reconciling); None trusts each record's stored effect type.
         error: the outcome's error text.
+        at: when it is closed (default: now).
     """
+    at = at or datetime.now(UTC)
     suspension = turn.suspension
     records = turn.tool_calls or (suspended_records(suspension) if suspension else ())
     ledger = CallLedger.restore(records, suspension=suspension, executed=turn.executed_tool_calls)
@@ -90,7 +93,7 @@ def close_stored_turn(
         usage_unknown=turn.outcome.usage_unknown if turn.outcome else False,
         tool_calls=in_flight,
     )
-    messages = close_turn(list(turn.messages), outcome)
+    messages = close_turn(list(turn.messages), outcome, at=at)
     return replace(
         turn,
         status="incomplete",
@@ -98,19 +101,22 @@ def close_stored_turn(
         tool_calls=all_records,
         outcome=outcome,
         suspension=None,
-        finished_at=datetime.now(UTC),
+        finished_at=at,
     )
 
 
-def recover_running_turn(turn: Turn, read_only: Callable[[str], bool] | None = None) -> Turn:
+def recover_running_turn(
+    turn: Turn, read_only: Callable[[str], bool] | None = None, *, at: datetime | None = None
+) -> Turn:
     """Close a turn the process left ``running`` as ``process_exit``.
 
     Args:
         turn: the stored ``running`` turn.
         read_only: says whether a tool, by name, is read-only; None trusts the stored effect type.
+        at: when it is closed (default: now).
     """
     return close_stored_turn(
-        turn, "process_exit", read_only, error="the process running this turn exited"
+        turn, "process_exit", read_only, error="the process running this turn exited", at=at
     )
 
 

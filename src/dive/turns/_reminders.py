@@ -70,11 +70,12 @@ class Reminder:
         return f'<system-reminder name="{self.name}">{self.content}</system-reminder>'
 
 
-def reminder_message(reminder: Reminder) -> Message:
+def reminder_message(reminder: Reminder, *, at: datetime | None = None) -> Message:
     """The user-role message that carries ``reminder``.
 
     Args:
         reminder: the reminder to carry.
+        at: when the message is created (default: now).
     """
     meta = {_KEY: reminder.name, _TIER: reminder.tier}
     if reminder.details is not None:
@@ -83,7 +84,7 @@ def reminder_message(reminder: Reminder) -> Message:
         role="user",
         content=(TextBlock(text=reminder.render()),),
         metadata=meta,
-        created_at=datetime.now(UTC),
+        created_at=at or datetime.now(UTC),
     )
 
 
