@@ -181,9 +181,13 @@ class HookContext(Generic[DepsT]):
         result: the ``RunResult`` (``post_generation``).
         output_messages: the turn's messages (``on_incomplete_turn`` may change what is saved).
         usage: this invocation's usage (end hooks).
-        tool, call: the tool and call (tool hooks).
+        tool: the tool being called (tool hooks).
+        call: the model's tool call (tool hooks).
         tool_result: the call's result (``post_tool_use*`` may replace it).
-        updated_input, approved, additional_context: ``pre_tool_use`` (context also post).
+        updated_input: arguments that replace the call's (``pre_tool_use``).
+        approved: ``True`` lets a call through the approval gate (``pre_tool_use``).
+        additional_context: text that follows the call's result (``pre_tool_use`` and
+            ``post_tool_use*``).
         stop_hook_active: True when ``stop`` hooks re-check after a continuation.
         iteration: the zero-based model call of the turn (``pre_iteration``).
     """
