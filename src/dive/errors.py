@@ -257,7 +257,17 @@ class ProviderStateError(MessageValidationError):
 
 
 class ProviderError(DiveError):
-    """A model call failed. Carries what the provider said, when it said anything."""
+    """A model call failed. Carries what the provider said, when it said anything.
+
+    Args:
+        message: what happened and what to do (secrets redacted).
+        provider: the provider label (``anthropic``, ``openai``, ...).
+        status: the HTTP status, if there was a response.
+        request_id: the provider's request id, for its support.
+        retry_after: seconds the provider asked to wait before retrying, if it said.
+        error_type: the provider's error type (``overloaded_error``, ``rate_limit_exceeded``, ...).
+        body: the error body the provider sent, JSON (redacted).
+    """
 
     retryable: bool = False
 
@@ -396,7 +406,12 @@ class ToolError(DiveError):
 
 
 class UnknownToolError(ToolError):
-    """The model called a tool that does not exist."""
+    """The model called a tool that does not exist.
+
+    Args:
+        name: the name the model used.
+        suggestions: close names of tools that exist.
+    """
 
     def __init__(self, name: str, suggestions: tuple[str, ...] = ()) -> None:
         hint = f" Did you mean: {', '.join(suggestions)}." if suggestions else ""
@@ -425,7 +440,12 @@ class OutputUnavailableError(UserError):
 
 
 class OutputValidationError(DiveError):
-    """Structured output did not validate within the allowed retries."""
+    """Structured output did not validate within the allowed retries.
+
+    Args:
+        message: what went wrong.
+        errors: the validation errors of the last attempt.
+    """
 
     def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -433,7 +453,12 @@ class OutputValidationError(DiveError):
 
 
 class TurnError(DiveError):
-    """Raised by ``RunResult.raise_for_status()`` for an incomplete turn or a failed save."""
+    """Raised by ``RunResult.raise_for_status()`` for an incomplete turn or a failed save.
+
+    Args:
+        message: what went wrong.
+        result: the ``RunResult`` of the turn.
+    """
 
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
@@ -464,7 +489,11 @@ class EventHandlerError(DiveError):
 
 
 class HookAbort(Exception):
-    """Raised by a hook to end the turn incomplete with reason ``hook_abort``."""
+    """Raised by a hook to end the turn incomplete with reason ``hook_abort``.
+
+    Args:
+        reason: why the hook ends the turn (the outcome's error).
+    """
 
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)
