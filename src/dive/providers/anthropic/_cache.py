@@ -47,7 +47,14 @@ def _prefix(tools: list[Json], system: list[Json], messages: list[Json]) -> list
 def place_markers(
     tools: list[Json], system: list[Json], messages: list[Json], *, ttl: str = "5m"
 ) -> int:
-    """Mark the candidates in place (the dicts are the outgoing request's); return the total."""
+    """Mark the candidates in place (the dicts are the outgoing request's); return the total.
+
+    Args:
+        tools: the request's tool definitions, as sent.
+        system: the request's system blocks, as sent.
+        messages: the request's messages, as sent.
+        ttl: the markers' lifetime, ``"5m"`` or ``"1h"``.
+    """
     used = count_markers(tools, system, messages)
     candidates: list[Json | None] = [
         tools[-1] if tools else None,

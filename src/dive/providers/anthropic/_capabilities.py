@@ -16,7 +16,19 @@ __all__ = ["Capabilities", "capabilities_for"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Capabilities:
-    """Per-family request rules."""
+    """Per-family request rules.
+
+    Attributes:
+        family: the family's label (in warnings and errors).
+        max_output_tokens: the largest ``max_tokens`` the family accepts.
+        default_max_tokens: ``max_tokens`` when the settings give none.
+        thinking: the family can think (extended thinking).
+        adaptive_only: thinking is adaptive only (a budget is refused).
+        effort: the family takes an ``effort`` setting.
+        efforts: the effort levels it accepts (others are clamped or refused).
+        temperature: the family accepts ``temperature``.
+        known: the model name matched a row of the table (False: conservative defaults).
+    """
 
     family: str
     max_output_tokens: int = 8192
@@ -69,7 +81,11 @@ _UNKNOWN = Capabilities(family="unknown", known=False)
 
 @cache
 def capabilities_for(model: str) -> Capabilities:
-    """The capabilities of ``model``; unknown names get conservative ones and a warning."""
+    """The capabilities of ``model``; unknown names get conservative ones and a warning.
+
+    Args:
+        model: the model id (``claude-sonnet-4-6``, ...).
+    """
     name = model.lower()
     for pattern, caps in _TABLE:
         if re.match(pattern, name):
