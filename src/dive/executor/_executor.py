@@ -157,6 +157,11 @@ class Executor(Generic[RequestT, ResponseT]):
 
         Raises ``ExecutorError`` subclasses (with ``.trace`` and ``.messages``) and
         ``ProviderError`` for a model call that failed after its retries.
+
+        Args:
+            request: what to run on: bound into the prompt (``bind(prompt)``) and sent.
+            tools: the tools of this run, by name.
+            seed_tool_calls: calls run before the first model call, as if the model had made them.
         """
         prompt_text, suffix, system = self._render(request)
         trace = ExecutionTrace(
@@ -204,7 +209,13 @@ class Executor(Generic[RequestT, ResponseT]):
         tools: Mapping[str, ExecutorTool[Any]] | None = None,
         seed_tool_calls: Sequence[ToolCall] = (),
     ) -> ResponseT:
-        """The blocking form of ``execute`` (not from inside a running event loop)."""
+        """The blocking form of ``execute`` (not from inside a running event loop).
+
+        Args:
+            request: what to run on.
+            tools: the tools of this run, by name.
+            seed_tool_calls: calls run before the first model call.
+        """
         return asyncio.run(self.execute(request, tools, seed_tool_calls))
 
     def _render(self, request: RequestT) -> tuple[str, str, str]:
@@ -339,6 +350,11 @@ class Executor(Generic[RequestT, ResponseT]):
 
         Raises ``ConfigDriftError`` when this executor's provider, model or configuration is
         not the suspended one's, and ``ExecutorConfigError`` for an answer to no pending call.
+
+        Args:
+            suspension: what ``ExecutionSuspended`` carried (stored and loaded as you like).
+            answers: the person's answer to each pending call, by call id.
+            tools: the tools of the run, by name (as in ``execute``).
         """
         for what, mine, theirs in (
             ("provider", self.model.provider, suspension.provider),

@@ -24,7 +24,13 @@ log = logging.getLogger("dive.executor")
 class Tracer(Protocol):
     """Receives every finished trace."""
 
-    def record(self, trace: ExecutionTrace) -> None: ...
+    def record(self, trace: ExecutionTrace) -> None:
+        """Receive a finished execution's trace.
+
+        Args:
+            trace: the trace.
+        """
+        ...
 
 
 _TRACERS: contextvars.ContextVar[Mapping[type, Tracer]] = contextvars.ContextVar(
@@ -34,7 +40,12 @@ _TRACERS: contextvars.ContextVar[Mapping[type, Tracer]] = contextvars.ContextVar
 
 @contextmanager
 def use_tracer(response_type: type[Any], tracer: Tracer) -> Generator[Tracer]:
-    """Send the traces of executions producing ``response_type`` to ``tracer`` (in a ``with``)."""
+    """Send the traces of executions producing ``response_type`` to ``tracer`` (in a ``with``).
+
+    Args:
+        response_type: the response type whose executions are traced.
+        tracer: receives each trace (``tracer.record(trace)``).
+    """
     current = dict(_TRACERS.get())
     current[response_type] = tracer
     token = _TRACERS.set(MappingProxyType(current))
