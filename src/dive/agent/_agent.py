@@ -261,6 +261,10 @@ class Agent(Generic[OutputT, DepsT]):
 
         ``rendered_instructions`` is the text of dynamic instructions for one model call;
         without it, only the static instructions are included.
+
+        Args:
+            rendered_instructions: the text of dynamic instructions for one model call; None
+                includes only the static instructions.
         """
         text = rendered_instructions
         if text is None:
@@ -272,7 +276,12 @@ class Agent(Generic[OutputT, DepsT]):
         return "\n\n".join(parts)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
-        """Decorator: register an output validator (see ``output_validators``)."""
+        """Decorator: register an output validator (see ``output_validators``).
+
+        Args:
+            fn: ``fn(output)`` or ``fn(ctx, output)``, sync or async; returns the output (maybe
+                changed) or raises ``ModelRetry``.
+        """
         self.output.add_validator(fn)
         return fn
 
