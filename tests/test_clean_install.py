@@ -10,6 +10,7 @@ extra to install, and the offline examples run; a second venv adds the ``toolkit
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -111,8 +112,13 @@ class Venv:
 
 
 def _uv() -> list[str]:
+    """uv as ``uv run`` names it, else from PATH, else as the Makefile runs it."""
     found = os.environ.get("UV") or shutil.which("uv")
-    return [found] if found else [sys.executable, "-m", "uv"]
+    if found:
+        return [found]
+    if importlib.util.find_spec("uv") is not None:
+        return [sys.executable, "-m", "uv"]
+    return ["python3", "-m", "uv"]
 
 
 def _check(cmd: list[str], cwd: Path = ROOT) -> str:
