@@ -65,7 +65,10 @@ def _viewer_serve() -> Callable[..., Any]:
         viewer = importlib.import_module("dive.viewer")
     except ImportError:
         raise CliError(VIEWER_MISSING, EXIT_USAGE) from None
-    serve = getattr(viewer, "serve", None)
+    try:
+        serve = getattr(viewer, "serve", None)
+    except MissingExtraError:  # dive.viewer imports, its web parts do not
+        raise CliError(VIEWER_MISSING, EXIT_USAGE) from None
     if not callable(serve):
         raise CliError(VIEWER_MISSING, EXIT_USAGE)
     return serve
