@@ -16,6 +16,7 @@ from typing import Any
 
 from dive import Agent, tool
 from dive.errors import OverloadedError
+from dive.messages import JSONValue
 from dive.sessions import SessionStore
 from dive.testing import ScriptedModel, Step, tool_use
 from dive.toolkit import AskUser
@@ -72,7 +73,7 @@ async def seed(store: SessionStore) -> None:
         "waiting",
         [tool_use(("send_email", {"to": "ada@example.com", "body": "hi"}), text="Sending.")],
     ).run("email Ada")
-    question = {"question": "Which colour?", "choices": ["red", "blue"]}
+    question: dict[str, JSONValue] = {"question": "Which colour?", "choices": ["red", "blue"]}
     await agent_for(store, "asking", [tool_use(("AskUser", question))]).run("paint the shed")
     charged = agent_for(store, "charged", [tool_use(("charge_card", {"amount": 42}))])
     await charged.run("charge 42")
