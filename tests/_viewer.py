@@ -12,7 +12,11 @@ tools, and a model whose script finishes what each session started.
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import io
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from dive import Agent, tool
 from dive.errors import OverloadedError
@@ -22,6 +26,7 @@ from dive.testing import ScriptedModel, Step, tool_use
 from dive.toolkit import AskUser
 from dive.tools import Suspend
 
+T = TypeVar("T")
 SENT: list[str] = []
 
 
@@ -78,3 +83,65 @@ async def seed(store: SessionStore) -> None:
     charged = agent_for(store, "charged", [tool_use(("charge_card", {"amount": 42}))])
     await charged.run("charge 42")
     await charged.cancel_suspended_turn()
+
+
+class RunningViewer:
+    """The viewer served by uvicorn on 127.0.0.1 in a thread with its own event loop.
+
+    ``make_store`` runs on that loop (stores bound to a loop, PostgreSQL's pool, work);
+    ``options`` go to ``serve_async`` (``token``, ``agent_factory``, ``spans``, ``model``).
+    Use as a context manager: ``url`` is the printed URL (with its token).
+    """
+
+    def __init__(self, make_store: Callable[[], Awaitable[SessionStore]], **options: Any) -> None:
+        self.make_store = make_store
+        self.options = options
+        self.url = ""
+        self.base = ""
+        self.token = ""
+        self.store: SessionStore | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._server: Any = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._main, daemon=True)
+        self._error: BaseException | None = None
+
+    def _main(self) -> None:
+        from dive.viewer._serve import serve_async
+
+        async def run() -> None:
+            self.loop = asyncio.get_running_loop()
+            self.store = await self.make_store()
+            await serve_async(self.store, out=io.StringIO(), ready=self._started, **self.options)
+
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # reported by __enter__ when start-up failed
+            self._error = exc
+            self._ready.set()
+
+    def _started(self, url: str, server: Any) -> None:
+        self.url, self._server = url, server
+        self.base, _, self.token = url.partition("/?token=")
+        self._ready.set()
+
+    def call(self, coro: Awaitable[T]) -> T:
+        """Run ``coro`` on the server's loop (store reads from the test's thread)."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(_wrap(coro), self.loop).result(timeout=60)
+
+    def __enter__(self) -> RunningViewer:
+        self._thread.start()
+        self._ready.wait(timeout=60)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+
+async def _wrap(coro: Awaitable[T]) -> T:
+    return await coro

@@ -3,16 +3,18 @@
 A row reads the session's turn records: the last turn's status, reason and next step, the
 total cost (unknown when any turn's cost is), and whether the session needs reconciling
 (its last turn advises ``reconcile``). The search matches the session id, its title, or
-any message text of its turns, case-insensitively.
+any message text or tool call (name, arguments) of its turns, case-insensitively.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from dive.llm import Usage
+from dive.messages import Message
 from dive.sessions import SessionInfo, SessionStore
 from dive.turns import Turn
 
@@ -64,7 +66,16 @@ def _row(info: SessionInfo, turns: Sequence[Turn]) -> SessionRow:
 def _matches(info: SessionInfo, turns: Sequence[Turn], needle: str) -> bool:
     if needle in info.id.lower() or needle in (info.title or "").lower():
         return True
-    return any(needle in m.text.lower() for t in turns for m in t.messages)
+    return any(needle in _searchable(m) for t in turns for m in t.messages)
+
+
+def _searchable(message: Message) -> str:
+    """A message's text and its tool calls' names and arguments, lower-cased."""
+    parts = [message.text]
+    for call in message.tool_calls:
+        parts.append(call.name)
+        parts.append(json.dumps(dict(call.arguments), ensure_ascii=False))
+    return " ".join(parts).lower()
 
 
 def _wanted(row: SessionRow, status: str | None, reason: str | None) -> bool:

@@ -55,9 +55,13 @@ async def serve_async(
     spans: str | Path | None = None,
     model: str | None = None,
     out: TextIO | None = None,
-    ready: Callable[[str], None] | None = None,
+    ready: Callable[[str, uvicorn.Server], None] | None = None,
 ) -> None:
-    """``serve`` inside a running event loop (see ``serve``)."""
+    """``serve`` inside a running event loop (see ``serve``).
+
+    ``out`` is where the URL line goes (stdout); ``ready(url, server)`` is called once the
+    socket listens (set ``server.should_exit`` to stop it from another thread).
+    """
     opener = getattr(store, "open", None)
     if callable(opener):
         store = await _maybe(opener()) or store
@@ -66,12 +70,13 @@ async def serve_async(
         sock = _listen(host, port)
         url = viewer_url(host, sock.getsockname()[1], web.state.viewer.token)
         print(f"dive viewer: {url}", file=out or sys.stdout, flush=True)
-        if ready is not None:
-            ready(url)
         config = uvicorn.Config(
             web, log_level="warning", access_log=False, timeout_graceful_shutdown=2
         )
-        await uvicorn.Server(config).serve(sockets=[sock])
+        server = uvicorn.Server(config)
+        if ready is not None:
+            ready(url, server)
+        await server.serve(sockets=[sock])
     finally:
         closer = getattr(store, "close", None)
         if callable(closer):
