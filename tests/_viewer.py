@@ -5,6 +5,7 @@
 - ``waiting``: a turn suspended on an approval (``send_email`` is ``requires_approval``).
 - ``asking``: a turn suspended on an ``AskUser`` question with choices.
 - ``charged``: a payment tool that suspended and was cancelled: ``unknown``, needs reconcile.
+- ``mixed``: three turns, completed, incomplete (``provider_error``), suspended (approval).
 
 ``agent_for(store, session_id)`` is the agent factory the viewer resumes them with: the same
 tools, and a model whose script finishes what each session started.
@@ -53,6 +54,7 @@ TOOLS: list[Any] = [add, send_email, charge_card, AskUser()]
 
 FINISH: dict[str, list[Any]] = {
     "waiting": ["The email is on its way."],
+    "mixed": ["Sent."],
     "asking": ["Blue it is."],
 }
 
@@ -83,6 +85,17 @@ async def seed(store: SessionStore) -> None:
     charged = agent_for(store, "charged", [tool_use(("charge_card", {"amount": 42}))])
     await charged.run("charge 42")
     await charged.cancel_suspended_turn()
+    mixed = agent_for(
+        store,
+        "mixed",
+        [
+            "Hello Grace.",
+            Step(raise_before=OverloadedError("overloaded (529)")),
+            tool_use(("send_email", {"to": "grace@example.com", "body": "report"})),
+        ],
+    )
+    for text in ("hi", "summarise the report", "email it to Grace"):
+        await mixed.run(text)
 
 
 class RunningViewer:

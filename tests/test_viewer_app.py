@@ -113,13 +113,15 @@ def _sessions(html: str) -> list[str]:
 
 def test_the_sessions_list_shows_each_session_and_filters(client: TestClient) -> None:
     html = client.get("/").text
-    assert sorted(_sessions(html)) == ["asking", "broken", "charged", "done", "waiting"]
+    assert sorted(_sessions(html)) == ["asking", "broken", "charged", "done", "mixed", "waiting"]
     assert 'href="/inbox">Inbox</a>' in html
     assert sorted(_sessions(client.get("/?status=incomplete").text)) == ["broken", "charged"]
     assert _sessions(client.get("/?reason=provider_error").text) == ["broken"]
-    assert sorted(_sessions(client.get("/?status=suspended").text)) == ["asking", "waiting"]
+    suspended = _sessions(client.get("/?status=suspended").text)
+    assert sorted(suspended) == ["asking", "mixed", "waiting"]
     assert _sessions(client.get("/?status=reconcile").text) == ["charged"]
     assert _sessions(client.get("/?q=ada@example").text) == ["waiting"]
+    assert _sessions(client.get("/?q=GRACE").text) == ["mixed"]
     assert client.get("/?status=bogus").status_code == 400
     row = html.split('data-session="broken"')[1].split("</tr>")[0]
     assert ">incomplete<" in row

@@ -5,7 +5,8 @@ fingerprint (the session's revision, or every listed session's revision, plus wh
 viewer is running) every ``poll_interval`` seconds, and at once when this viewer wrote
 something (``Changes.bump``); when it differs it sends ``event: change``, and the page's
 script fetches itself again. Other processes' writes (a running turn's step checkpoints)
-are seen by the poll. A comment line every ~15 s keeps proxies from closing the stream.
+are seen by the poll. A comment line every ~15 s keeps proxies from closing the stream;
+streams end when the server stops (``Changes.close``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ class Changes:
 
     def __init__(self) -> None:
         self.version = 0
+        self.closed = False
         self._event = asyncio.Event()
+
+    def close(self) -> None:
+        """The server is stopping: every stream ends (so shutdown need not wait for them)."""
+        self.closed = True
+        self.bump()
 
     def bump(self) -> None:
         """Something changed: wake every waiter."""
@@ -58,8 +65,10 @@ async def event_stream(
     last = await fingerprint()
     yield "retry: 2000\n\n"
     quiet = 0.0
-    while not await disconnected():
+    while not changes.closed and not await disconnected():
         await changes.wait(poll_interval)
+        if changes.closed:
+            return
         now = await fingerprint()
         if now != last:
             last = now

@@ -20,6 +20,7 @@ import uvicorn
 
 from dive.sessions import SessionStore
 from dive.viewer._app import app
+from dive.viewer._live import Changes
 from dive.viewer._resume import AgentFactory
 
 __all__ = ["serve", "viewer_url"]
@@ -76,11 +77,22 @@ async def serve_async(
         server = uvicorn.Server(config)
         if ready is not None:
             ready(url, server)
-        await server.serve(sockets=[sock])
+        watcher = asyncio.create_task(_end_streams_on_exit(server, web.state.viewer.changes))
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            watcher.cancel()
     finally:
         closer = getattr(store, "close", None)
         if callable(closer):
             await _maybe(closer())
+
+
+async def _end_streams_on_exit(server: uvicorn.Server, changes: Changes) -> None:
+    """Once uvicorn is asked to stop (a signal, ``should_exit``), end the event streams."""
+    while not server.should_exit:  # noqa: ASYNC110 (uvicorn offers a flag, not an event)
+        await asyncio.sleep(0.1)
+    changes.close()
 
 
 def serve(
