@@ -12,11 +12,10 @@ applies them with ``apply_recorded_decisions(agent)``. ``regression_test`` write
 turn as a pytest file.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-from typing import TYPE_CHECKING, Any
-
-from dive.errors import MissingExtraError
+from dive.errors import MissingExtraError as _MissingExtraError
 from dive.viewer._export import regression_test
 from dive.viewer._inbox import (
     DECISION_KEY,
@@ -29,14 +28,14 @@ from dive.viewer._inbox import (
     recorded_decisions,
 )
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from dive.viewer._app import app
     from dive.viewer._serve import serve
 
 _EXTRA = "the dive viewer needs its extra: pip install 'dive-agents[viewer]'"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     # the web parts need starlette, jinja2 and uvicorn (the viewer extra): import them on use
     if name not in ("app", "serve"):
         raise AttributeError(name)
@@ -46,7 +45,7 @@ def __getattr__(name: str) -> Any:
         else:
             from dive.viewer._serve import serve as found
     except ImportError as exc:
-        raise MissingExtraError(f"{_EXTRA} ({exc})") from None
+        raise _MissingExtraError(f"{_EXTRA} ({exc})") from None
     return found
 
 
