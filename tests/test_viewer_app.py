@@ -154,6 +154,16 @@ def test_the_session_page_shows_states_reasons_next_steps_and_advice(client: Tes
     assert client.get("/sessions/nobody").status_code == 404
 
 
+@pytest.mark.parametrize("path", ["/", "/inbox", "/sessions/mixed", "/sessions/charged"])
+def test_pages_load_nothing_from_elsewhere(client: TestClient, path: str) -> None:
+    html = client.get(path).text
+    links = re.findall(r'(?:src|href)="([^"]*)"', html)
+    assert links
+    assert [u for u in links if not u.startswith(("/", "#"))] == []
+    for asset in re.findall(r'(?:src|href)="(/static/[^"]*)"', html):
+        assert client.get(asset).status_code == 200
+
+
 def test_the_inbox_lists_every_wait_and_the_calls_to_reconcile(client: TestClient) -> None:
     html = client.get("/inbox").text
     assert "Approve calling" in html

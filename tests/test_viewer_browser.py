@@ -241,3 +241,35 @@ def test_the_exported_regression_test_runs_green(
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 passed" in ran.stdout
+
+
+def test_a_page_updates_itself_while_another_process_writes(
+    browser: WebDriver, viewer: RunningViewer
+) -> None:
+    browser.get(f"{viewer.base}/sessions/done?token={viewer.token}")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "li.turn")) == 1
+    _eventually(lambda: browser.find_element(By.CSS_SELECTOR, ".live-status").text, "live")
+    assert viewer.store is not None
+    viewer.call(agent_for(viewer.store, "done", ["Again: 5."]).run("and again?"))
+    _eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "li.turn")) == 2,
+        "the page showed the new turn without a reload",
+    )
+    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-updated")
+    assert "Again: 5." in browser.find_element(By.TAG_NAME, "main").text
+
+
+def test_every_form_control_has_an_accessible_name(
+    browser: WebDriver, viewer: RunningViewer
+) -> None:
+    for path in ("/", "/inbox", "/sessions/mixed", "/sessions/asking"):
+        browser.get(f"{viewer.base}{path}?token={viewer.token}")
+        controls = [
+            c
+            for tag in ("input", "select", "textarea", "button")
+            for c in browser.find_elements(By.TAG_NAME, tag)
+            if c.get_attribute("type") != "hidden"
+        ]
+        assert controls, path
+        unnamed = [c.get_attribute("outerHTML") for c in controls if not c.accessible_name]
+        assert unnamed == [], path

@@ -238,3 +238,9 @@ def test_a_page_names_its_turns_by_id(tmp_path: Path) -> None:
     ids = re.findall(r'<li class="turn [^"]+" id="(turn_[0-9a-f]{32})"', html)
     assert ids == [t.id for t in asyncio.run(store.turns("mixed"))]
     assert "with ideal caching" in html
+
+
+def test_the_readme_shows_the_committed_screenshot() -> None:
+    root = Path(__file__).resolve().parent.parent
+    assert "](docs/images/viewer.png)" in (root / "README.md").read_text()
+    assert (root / "docs" / "images" / "viewer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
