@@ -69,20 +69,31 @@ def test_the_cost_chart_is_an_accessible_svg_with_a_bar_per_turn() -> None:
 # --- traces ------------------------------------------------------------------------------------
 
 
-def test_spans_exported_to_a_file_give_the_turns_waterfall(tmp_path: Path) -> None:
+def _traced_turn(path: Path, store: SessionStore | None = None) -> Any:
+    """Run a two-call turn with its spans exported to ``path`` (ConsoleSpanExporter format)."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
     from dive.otel import OTelTracer
 
-    path = tmp_path / "spans.json"
     with path.open("w") as out:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
         model = ScriptedModel([tool_use(("add", {"a": 1, "b": 2})), "3"])
-        agent = Agent(model=model, tools=[add], tracer=OTelTracer(tracer_provider=provider))
+        agent = Agent(
+            model=model,
+            tools=[add],
+            tracer=OTelTracer(tracer_provider=provider),
+            session=store.session("traced") if store is not None else None,
+        )
         result = asyncio.run(agent.run("1 + 2?"))
         provider.shutdown()
+    return result
+
+
+def test_spans_exported_to_a_file_give_the_turns_waterfall(tmp_path: Path) -> None:
+    path = tmp_path / "spans.json"
+    result = _traced_turn(path)
     path.write_text(path.read_text() + '{"name": "half a span", "cont')  # a partial write
     spans = load_spans(path)
     bars = span_bars(spans, result.turn.id)
@@ -95,6 +106,22 @@ def test_spans_exported_to_a_file_give_the_turns_waterfall(tmp_path: Path) -> No
     assert turn_model(spans, result.turn.id) == "scripted:scripted"
     assert span_bars(spans, "turn_other") == []
     assert load_spans(tmp_path / "missing.json") == []
+
+
+def test_with_spans_the_pages_show_tokens_and_cost_per_model_call(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from dive.viewer import app
+
+    store = MemorySessionStore()
+    path = tmp_path / "spans.json"
+    turn = _traced_turn(path, store).turn
+    with TestClient(app(store, token="t", spans=path)) as c:
+        page = c.get("/sessions/traced?token=t").text
+        trace = c.get(f"/sessions/traced/turns/{turn.id}/trace").text
+    assert len(re.findall(r"Model call \d <span class=\"muted\">[^<]* in / [^<]* out", page)) == 2
+    assert "From the exported OpenTelemetry spans." in trace
+    assert "execute_tool add" in trace
 
 
 def test_the_record_alone_times_responses_and_the_window_tools_ran_in() -> None:

@@ -129,6 +129,7 @@ async def session_page(request: Request) -> Response:
             i + 1,
             subagents=subagents,
             model=turn_model(spans, t.id) or viewer.model,
+            spans=span_bars(spans, t.id) if spans else (),
         )
         for i, t in enumerate(turns)
     ]

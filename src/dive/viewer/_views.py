@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from dive.llm import Usage
@@ -28,6 +28,7 @@ from dive.turns import (
     reminder_details,
 )
 from dive.viewer._costs import ideal_cost
+from dive.viewer._trace import Bar
 
 __all__ = [
     "CallView",
@@ -66,6 +67,7 @@ class ModelCallView:
     text: str
     thinking: tuple[str, ...]
     calls: tuple[CallView, ...]
+    span: Bar | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,12 +213,23 @@ def _inputs_and_notes(turn: Turn) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(inputs), tuple(notes)
 
 
+def _with_spans(
+    calls: tuple[ModelCallView, ...], spans: Sequence[Bar]
+) -> tuple[ModelCallView, ...]:
+    """Each model call with its ``chat`` span (tokens, cost), matched in order, when exported."""
+    chats = [b for b in spans if b.kind == "chat"]
+    if len(chats) != len(calls):
+        return calls  # spans of another shape (a missing export): better none than wrong ones
+    return tuple(replace(c, span=s) for c, s in zip(calls, chats, strict=True))
+
+
 def turn_view(
     turn: Turn,
     index: int,
     *,
     subagents: frozenset[str] = frozenset(),
     model: str | None = None,
+    spans: Sequence[Bar] = (),
 ) -> TurnPage:
     """The session page's view of ``turn`` (the ``index``-th of its session, from 1).
 
@@ -225,8 +238,9 @@ def turn_view(
         index: its position in the session.
         subagents: ids of stored sessions (a subagent's session is ``<turn id>.<call id>``).
         model: ``provider:model`` to price the ideal-caching comparison, if known.
+        spans: the turn's exported spans (``span_bars``): per model call tokens and cost.
     """
-    calls = _model_calls(turn, subagents)
+    calls = _with_spans(_model_calls(turn, subagents), spans)
     flat = [c for mc in calls for c in mc.calls]
     outcome = turn.outcome
     inputs, notes = _inputs_and_notes(turn)
