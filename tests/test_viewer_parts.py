@@ -271,3 +271,45 @@ def test_the_readme_shows_the_committed_screenshot() -> None:
     root = Path(__file__).resolve().parent.parent
     assert "](docs/images/viewer.png)" in (root / "README.md").read_text()
     assert (root / "docs" / "images" / "viewer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compactions_and_subagent_turns_are_linked() -> None:
+    from dataclasses import replace
+
+    from starlette.testclient import TestClient
+
+    from dive.compaction import compact_session
+    from dive.turns import TurnOrigin
+    from dive.viewer import app
+
+    store = MemorySessionStore()
+
+    async def build() -> tuple[str, str]:
+        await seed(store)
+        for text in ("one more", "and another"):
+            await Agent(model=ScriptedModel(["ok " * 50]), session=store.session("done")).run(text)
+        summary = ScriptedModel(["They added 2 and 3."])
+        compacted = await compact_session(
+            store.session("done"), summary, keep_recent_tokens=1, keep_first=False
+        )
+        assert compacted.changed
+        parent = (await store.turns("done"))[0]
+        call_id = parent.tool_calls[0].id
+        child = (await store.turns("mixed"))[0]
+        origin = TurnOrigin(parent_turn_id=parent.id, parent_tool_call_id=call_id)
+        await store.checkpoint(
+            f"{parent.id}.{call_id}", replace(child, origin=origin), expected_revision=0
+        )
+        return parent.id, f"{parent.id}.{call_id}"
+
+    parent_id, child_id = asyncio.run(build())
+    with TestClient(app(store, token="t")) as c:
+        done = c.get("/sessions/done?token=t").text
+        assert "Compacted: earlier turns are summarised" in done
+        assert "They added 2 and 3." in done
+        assert f'href="/sessions/{child_id}">Subagent session</a>' in done
+        sub = c.get(f"/sessions/{child_id}").text
+        assert f'subagent of <a href="/turns/{parent_id}">' in sub
+        found = c.get(f"/turns/{parent_id}", follow_redirects=False)
+        assert found.status_code == 303
+        assert found.headers["location"] == f"/sessions/done#{parent_id}"
