@@ -57,6 +57,7 @@ CORE_MODULES = [
     "dive.tools",
     "dive.tracing",
     "dive.turns",
+    "dive.viewer",  # its web app and serve() need the viewer extra and say so
 ]
 
 # Public modules that need an extra, and the extra their error must name.
@@ -264,6 +265,23 @@ def test_the_web_tools_name_the_toolkit_extra(bare: Venv, tmp_path: Path) -> Non
     proc = bare.run("-c", code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "pip install 'dive-agents[toolkit]'" in proc.stdout
+
+
+def test_the_viewer_app_names_its_extra(bare: Venv, tmp_path: Path) -> None:
+    code = (
+        "from dive.errors import MissingExtraError\n"
+        "import dive.viewer\n"
+        "for name in ('app', 'serve'):\n"
+        "    try:\n"
+        "        getattr(dive.viewer, name)\n"
+        "    except MissingExtraError as exc:\n"
+        "        print(exc)\n"
+    )
+    proc = bare.run("-c", code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    assert all("pip install 'dive-agents[viewer]'" in line for line in lines)
 
 
 def test_the_console_script_names_the_cli_extra(bare: Venv, tmp_path: Path) -> None:
