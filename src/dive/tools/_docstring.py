@@ -3,12 +3,14 @@
 griffe (the parser the API reference uses too) detects the style; the summary is every line
 before the first section, each description is joined onto one line, the way a tool's JSON
 schema shows it, and ``x, y: ...`` describes both parameters. griffe is imported on the
-first parse, so ``import dive`` stays fast.
+first docstring that has sections (plain prose needs no parser), so ``import dive`` and
+tools with one-line docstrings stay fast.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,12 +18,19 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_docstring"]
 
+# what may start a section in some style: ``Args:`` (Google), ``:param`` (Sphinx), a dashed
+# underline (NumPy), a doctest; a docstring with none of these is only text
+_SECTIONS = re.compile(r"(:\s*$)|(^\s*:)|(^\s*-{3,}\s*$)|(^\s*>>>)", re.MULTILINE)
+
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Return ``(summary, {param: description})``."""
     if not doc or not doc.strip():
         return "", {}
-    sections = _sections(inspect.cleandoc(doc))
+    text = inspect.cleandoc(doc)
+    if _SECTIONS.search(text) is None:  # plain prose: griffe would return it as one text
+        return text.strip(), {}
+    sections = _sections(text)
     summary = ""
     if sections and sections[0].kind.value == "text":
         summary = str(sections[0].value).strip()
