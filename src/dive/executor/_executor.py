@@ -32,6 +32,7 @@ from dive.executor._errors import (
 )
 from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
+from dive.executor._outcomes import Outcomes
 from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
 from dive.executor._steps import (
@@ -56,7 +57,7 @@ from dive.executor._suspend import (
     frame_answer,
 )
 from dive.executor._text import candidates
-from dive.executor._tools import ExecutorTool, HandlerTool, Outcomes
+from dive.executor._tools import ExecutorTool, HandlerTool
 from dive.executor._trace import ExecutionTrace
 from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
@@ -437,6 +438,8 @@ class Executor(Generic[RequestT, ResponseT]):
             if settled(outcomes, trace, history):
                 return cast(ResponseT, outcomes.commit)
             if result.status == "suspended":
+                if await _submitted_instead(result, loop_tools, outcomes, history, trace):
+                    return cast(ResponseT, outcomes.commit)
                 raise self._suspended(result, rounds, budget, trace)
             if result.status == "incomplete":
                 reason = result.outcome.reason if result.outcome is not None else ""
@@ -566,3 +569,28 @@ def _raise_if_refused(
             trace=trace,
             messages=history,
         )
+
+
+async def _submitted_instead(
+    result: RunResult[Any],
+    tools: Sequence[Tool],
+    outcomes: Outcomes,
+    history: list[Message],
+    trace: ExecutionTrace,
+) -> bool:
+    """A submission beats a suspension of the same round: run the one the loop left unrun.
+
+    The loop ends a batch at a suspension, so a submission after the suspend call in model
+    order has not run; when it is accepted, it commits and nothing is suspended.
+    """
+    state = result.turn.suspension
+    submit = next((t for t in tools if isinstance(t, SubmitLoopTool)), None)
+    if state is None or submit is None:
+        return False
+    done = {*state.completed_tool_calls, *(p.id for p in state.pending_tool_calls)}
+    last = next((m for m in reversed(state.turn_messages) if m.role == "assistant"), None)
+    for call in last.tool_calls if last is not None else ():
+        unrun = call.name == submit.name and call.id not in done
+        if unrun and await submit.commit_if_accepted(call):
+            return settled(outcomes, trace, history)
+    return False

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from dive.agent import to_tool_result
 from dive.executor._errors import ExecutorConfigError
-from dive.executor._tools import Outcomes
+from dive.executor._outcomes import Outcomes
 from dive.executor._trace import ExecutionTrace
 from dive.messages import Message, ToolCall, ToolResult
 from dive.tools import Tool, ToolContext
@@ -63,6 +63,6 @@ async def run_seeds(
             for record in trace.tool_calls[before:]:
                 record.seeded = True
         history.append(Message(role="tool", content=(result,)))
-        if outcomes.committed or outcomes.abort is not None:
+        if outcomes.pending:
             break
     return True
