@@ -61,7 +61,7 @@ from dive.executor._tools import ExecutorTool, HandlerTool
 from dive.executor._trace import ExecutionTrace
 from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
-from dive.messages import CacheControl, Message, TextBlock, ToolCall
+from dive.messages import Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
 from dive.tools import Tool
 from dive.tracing import Tracer
@@ -259,6 +259,10 @@ class Executor(Generic[RequestT, ResponseT]):
             reasoning_effort=o.effort,
             caching=o.caching,
             cache_ttl=o.cache_ttl,
+            # the rendered prompt is its own cache entry, shared by executions that differ
+            # only in the suffix; the provider marks it on the first request only
+            cache_first_user_block=o.caching
+            and (self.user_prompt_suffix is not None or o.cache_first_user_block),
         )
 
     async def _run(
@@ -273,12 +277,7 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         o = self.options
         loop_tools = self._loop_tools(tools, trace, outcomes)
-        first = TextBlock(text=prompt_text)
-        if o.caching and (suffix or o.cache_first_user_block):
-            # the rendered prompt is its own cache entry, shared by executions that differ
-            # only in the suffix; it counts as one of the request's four breakpoints
-            first = TextBlock(text=prompt_text, cache_control=CacheControl(ttl=o.cache_ttl))
-        blocks = [first] + ([TextBlock(text=suffix)] if suffix else [])
+        blocks = [TextBlock(text=prompt_text)] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
         seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
         if settled(outcomes, trace, history):

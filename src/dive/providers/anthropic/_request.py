@@ -390,7 +390,8 @@ def build_request(
         _log_warning("the last tool-use turn does not start with thinking; thinking omitted")
         thinking = None
     if s.caching is not False:
-        place_markers(tools, system, messages, ttl=s.cache_ttl or "5m")
+        first = bool(s.cache_first_user_block)
+        place_markers(tools, system, messages, ttl=s.cache_ttl or "5m", first_block=first)
     if system:
         kwargs["system"] = system
     if tools:
