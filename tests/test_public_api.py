@@ -555,7 +555,15 @@ EXPORTS: dict[str, list[str]] = {
         "file_tools",
         "render_todos",
     ],
-    "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model", "provider_of"],
+    "dive.providers": [
+        "COMPATIBLE",
+        "PROVIDERS",
+        "RetryPolicy",
+        "TEMPERATURE_DROPPED",
+        "model",
+        "provider_of",
+        "settings_warnings",
+    ],
     "dive.providers.anthropic": [
         "AnthropicModel",
         "Capabilities",

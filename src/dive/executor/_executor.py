@@ -63,6 +63,7 @@ from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
 from dive.messages import Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
+from dive.providers import TEMPERATURE_DROPPED, settings_warnings
 from dive.tools import Tool
 from dive.tracing import Tracer
 
@@ -142,6 +143,7 @@ class Executor(Generic[RequestT, ResponseT]):
                 f"suspend tool {submit_tool.name!r} collides with the submit tool name; the run "
                 "could never terminate"
             )
+        _check_temperature(self.options, self.model.provider)
         gate = self.options.force_submit_defer_until
         if gate is not None and submit_tool is not None and gate == submit_tool.name:
             raise ExecutorConfigError("force_submit_defer_until cannot name the submit tool")
@@ -172,9 +174,15 @@ class Executor(Generic[RequestT, ResponseT]):
     async def _finishing(
         self, run: Awaitable[ResponseT], trace: ExecutionTrace, outcomes: Outcomes
     ) -> ResponseT:
-        """Await ``run``; on every exit complete the trace, hand it over, record metrics."""
+        """Await ``run``; on every exit complete the trace, hand it over, record metrics.
+
+        The provider's settings warnings are logged once per execution; the default
+        temperature, which the caller never set, is dropped silently where it does not apply.
+        """
+        silence = [TEMPERATURE_DROPPED] if self.options.temperature is None else []
         try:
-            response = await run
+            with settings_warnings(silence=silence):
+                response = await run
         except BaseException as exc:
             trace.finish(error=exc)
             if isinstance(exc, ExecutorError) and exc.trace is None:
@@ -593,3 +601,16 @@ async def _submitted_instead(
         if unrun and await submit.commit_if_accepted(call):
             return settled(outcomes, trace, history)
     return False
+
+
+# the highest temperature each provider accepts (others: 2.0, checked by ExecutorOptions)
+_MAX_TEMPERATURE = {"anthropic": 1.0, "gcp.vertex_ai": 1.0, "aws.bedrock": 1.0}
+
+
+def _check_temperature(options: ExecutorOptions, provider: str) -> None:
+    top = _MAX_TEMPERATURE.get(provider, 2.0)
+    t = options.temperature
+    if t is not None and not 0.0 <= t <= top:
+        raise ExecutorConfigError(
+            f"temperature must be between 0.0 and {top} for {provider}, got {t}"
+        )
