@@ -2,10 +2,11 @@
 
 A thin typed façade over the agent loop: it renders the prompt, assembles the tools (the
 caller's, the submit tool), configures an ``Agent`` (settings, round budget, concurrency,
-caching, no final-answer forcing) and interprets each turn's result. When a turn ends
-without a commit, the executor continues the conversation statelessly with the loop's
-``history=``: a redirect to the submit tool, a parse repair in text mode, or a continuation
-after an output-limit cut-off; every model call counts against ``max_rounds``.
+caching, no final-answer forcing) and interprets each turn's result (``_drive``). When a
+turn ends without a commit, the executor continues the conversation statelessly with the
+loop's ``history=``: a redirect to the submit tool, a parse repair in text mode, or a
+continuation after an output-limit cut-off; every model call but a pause resend counts
+against ``max_rounds``.
 """
 
 from __future__ import annotations
@@ -15,48 +16,35 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Generic, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from dive.agent import Agent, Hooks, Limits, RunResult
-from dive.errors import ProviderError
+from dive.agent import Agent, RunResult
 from dive.executor._control import Control
+from dive.executor._drive import Driver
 from dive.executor._errors import (
     ExecutorConfigError,
     ExecutorError,
-    ExecutorIncomplete,
-    ExecutorRefused,
-    MaxRoundsExceeded,
-    ProviderRetriesExhausted,
-    ResponseParseError,
 )
 from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
 from dive.executor._outcomes import Outcomes
-from dive.executor._rounds import record_rounds
 from dive.executor._seeds import run_seeds
 from dive.executor._steps import (
-    OUTPUT_LIMIT_TEXT,
-    REDIRECT_TEXT,
-    REPAIR_TEXT,
-    Call,
     build,
     continue_turn,
     outcome_of,
-    send,
     send_first,
     settled,
 )
-from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
+from dive.executor._submit import ResultValidator, SubmitTool
 from dive.executor._submit_tool import SubmitLoopTool
 from dive.executor._suspend import (
     ConfigDriftError,
-    ExecutionSuspended,
     Suspension,
     digest,
     frame_answer,
 )
-from dive.executor._text import candidates
 from dive.executor._tools import ExecutorTool, HandlerTool
 from dive.executor._trace import ExecutionTrace
 from dive.executor._tracers import record_trace
@@ -255,7 +243,9 @@ class Executor(Generic[RequestT, ResponseT]):
             )
         return sorted(out, key=lambda t: t.name)
 
-    def _settings(self) -> ModelSettings:
+    @property
+    def model_settings(self) -> ModelSettings:
+        """The settings of every model call (tool choice is set per call)."""
         o = self.options
         thinking = o.thinking_budget is not None
         temperature = o.temperature if o.temperature is not None else (None if thinking else 0.1)
@@ -283,7 +273,6 @@ class Executor(Generic[RequestT, ResponseT]):
         trace: ExecutionTrace,
         outcomes: Outcomes,
     ) -> ResponseT:
-        o = self.options
         loop_tools = self._loop_tools(tools, trace, outcomes)
         blocks = [TextBlock(text=prompt_text)] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
@@ -292,9 +281,16 @@ class Executor(Generic[RequestT, ResponseT]):
             return cast(ResponseT, outcomes.commit)
         control = self._control(tools, outcomes)
         start = continue_turn(history) if seeded else send_first(history[0])
-        return await self._drive(
-            system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
+        driver = Driver(
+            self,
+            system=system,
+            tools=loop_tools,
+            control=control,
+            outcomes=outcomes,
+            trace=trace,
+            budget=self.options.max_rounds,
         )
+        return cast(ResponseT, await driver.run(start))
 
     def _metadata(self) -> dict[str, Any]:
         """Telemetry labels of this executor's traces."""
@@ -311,31 +307,14 @@ class Executor(Generic[RequestT, ResponseT]):
             return self.options.provider_label
         return {"google": "gcp.vertex_ai"}.get(self.model.provider, self.model.provider)
 
-    def _digest(self) -> str:
+    @property
+    def config_digest(self) -> str:
+        """A digest of this executor's configuration; ``resume`` checks a suspension's."""
         submit = self.submit_tool.name if self.submit_tool is not None else ""
         suspend = self.suspend_tool.definition.name if self.suspend_tool is not None else ""
         return digest(
             repr(self.options), self.response_type.__qualname__, submit, suspend, self.model.name
         )
-
-    def _suspended(
-        self, result: RunResult[Any], rounds: int, budget: int, trace: ExecutionTrace
-    ) -> ExecutionSuspended:
-        state = result.turn.suspension
-        assert state is not None
-        prompt = state.pending_tool_calls[0].prompt if state.pending_tool_calls else ""
-        trace.suspended, trace.suspension_reason = True, prompt
-        suspension = Suspension(
-            state=state,
-            history=tuple(result.history),
-            round=rounds - 1,
-            remaining_rounds=max(budget - rounds, 0),
-            provider=self.model.provider,
-            model=self.model.name,
-            config_digest=self._digest(),
-            prompt=prompt,
-        )
-        return ExecutionSuspended(suspension, trace)
 
     async def resume(
         self,
@@ -351,7 +330,7 @@ class Executor(Generic[RequestT, ResponseT]):
         for what, mine, theirs in (
             ("provider", self.model.provider, suspension.provider),
             ("model", self.model.name, suspension.model),
-            ("configuration", self._digest(), suspension.config_digest),
+            ("configuration", self.config_digest, suspension.config_digest),
         ):
             if mine != theirs:
                 raise ConfigDriftError(
@@ -375,19 +354,17 @@ class Executor(Generic[RequestT, ResponseT]):
 
         budget = min(suspension.remaining_rounds, self.options.max_rounds)
         carried = max(state.model_calls - state.budget_start, 0)
-        run = self._drive(
-            system,
-            loop_tools,
-            control,
-            outcomes,
-            trace,
-            start,
-            0,
-            budget,
-            carried,
-            state.iterations,
+        driver = Driver(
+            self,
+            system=system,
+            tools=loop_tools,
+            control=control,
+            outcomes=outcomes,
+            trace=trace,
+            budget=budget,
+            carried=carried,
         )
-        return await self._finishing(run, trace, outcomes)
+        return await self._finishing(driver.run(start), trace, outcomes)
 
     def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
         submit = self.submit_tool.name if self.submit_tool is not None else None
@@ -397,210 +374,6 @@ class Executor(Generic[RequestT, ResponseT]):
         )
         outcomes.control = control
         return control
-
-    async def _drive(
-        self,
-        system: str,
-        loop_tools: list[Tool],
-        control: Control,
-        outcomes: Outcomes,
-        trace: ExecutionTrace,
-        start: Call,
-        rounds: int,
-        budget: int,
-        carried: int = 0,
-        offset: int = 0,
-    ) -> ResponseT:
-        """Run loop turns from ``start`` until a response is committed or parsed.
-
-        ``carried``: model calls a resumed turn already counts against its own budget (they
-        were charged before the suspension), so its first turn may make that many more;
-        ``offset``: that turn's earlier iterations (the loop numbers its calls from them).
-        """
-        o = self.options
-        cutoffs, repairs, interrupted = 0, 0, False
-        history: list[Message] = []
-        call: Call | None = start
-        while True:
-            remaining = budget - rounds
-            if remaining <= 0:
-                raise MaxRoundsExceeded(
-                    f"agent exceeded maximum conversation rounds ({o.max_rounds})",
-                    trace=trace,
-                    messages=history,
-                )
-            control.base, control.limit = rounds - offset, budget
-            offset = 0
-            # one call more than the budget: the executor stops it (a submission on the last
-            # round must run, which the loop refuses on its own last allowed call)
-            agent = self._agent(system, loop_tools, remaining + carried + 1, control)
-            carried = 0
-            assert call is not None
-            result = await call(agent)
-            history = result.all_messages()
-            rounds += record_rounds(trace, result, rounds, self.model, capture=o.capture_payloads)
-            call = None
-            if result.status != "incomplete":
-                interrupted = False
-            if settled(outcomes, trace, history):
-                return cast(ResponseT, outcomes.commit)
-            if result.status == "suspended":
-                if await _submitted_instead(result, loop_tools, outcomes, history, trace):
-                    return cast(ResponseT, outcomes.commit)
-                raise self._suspended(result, rounds, budget, trace)
-            if result.status == "incomplete":
-                reason = result.outcome.reason if result.outcome is not None else ""
-                if reason == "stream_interrupted" and not interrupted:
-                    interrupted = True  # once: nothing re-runs, the model sees the history
-                    call = continue_turn(history)
-                    continue
-                interrupted = False
-                cutoffs = self._incomplete(result, cutoffs, trace, history, control)
-                outcomes.interventions.append("output_limit_continue")
-                call = send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
-                continue
-            cutoffs = 0
-            _raise_if_refused(result, trace, history)
-            if self.submit_tool is not None:
-                call = send(Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history)
-                control.force_next()
-                outcomes.interventions.append("submit_redirect")
-                continue
-            response, problem = await self._parse(result, trace)
-            if response is not None:
-                return response
-            repairs += 1
-            if repairs > 2:
-                raise ResponseParseError(
-                    f"failed to parse response: {problem}", trace=trace, messages=history
-                )
-            outcomes.interventions.append("parse_repair")
-            call = send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
-
-    def _agent(
-        self, system: str, tools: list[Tool], remaining: int, control: Control
-    ) -> Agent[str, None]:
-        return Agent(
-            model=self.model,
-            instructions=system,
-            tools=tools,
-            name=self.name,
-            model_settings=self._settings(),
-            limits=Limits(
-                max_model_calls_per_turn=remaining, force_final_answer=False, response_timeout=None
-            ),
-            parallel_tool_execution=self.options.tool_call_concurrency > 1,
-            max_tool_concurrency=self.options.tool_call_concurrency,
-            prime_reminders=False,
-            hooks=Hooks(pre_iteration=[control.before_call]),
-            tracer=self.tracer,
-        )
-
-    def _incomplete(
-        self,
-        result: RunResult[Any],
-        cutoffs: int,
-        trace: ExecutionTrace,
-        history: list[Message],
-        control: Control,
-    ) -> int:
-        """An incomplete turn: the number of cut-offs in a row, or raise."""
-        outcome = result.outcome
-        reason = outcome.reason if outcome is not None else "unknown"
-        if reason == "stream_interrupted":  # the second in a row (the first was continued)
-            raise ExecutorIncomplete(
-                f"the response stream was interrupted twice in a row: {result.error}",
-                reason="stream_interrupted",
-                trace=trace,
-                messages=history,
-            )
-        if reason == "output_limit" and cutoffs < 2:
-            return cutoffs + 1
-        if reason == "iteration_limit" or (reason == "hook_abort" and control.exhausted):
-            raise MaxRoundsExceeded(
-                f"agent exceeded maximum conversation rounds ({self.options.max_rounds})",
-                trace=trace,
-                messages=history,
-            )
-        error = result.error
-        if reason == "provider_error" and isinstance(error, ProviderError):
-            if error.retryable:
-                n = self.options.retry.max_retries
-                raise ProviderRetriesExhausted(
-                    f"model call failed after {n} retries: {error}", error
-                ) from error
-            raise error
-        if reason in ("output_limit", "context_limit", "pause", "provider_stopped"):
-            raise ExecutorIncomplete(
-                f"the model stopped ({reason}) and the executor cannot continue",
-                reason=reason,
-                trace=trace,
-                messages=history,
-            )
-        raise ExecutorError(f"the run ended {reason}: {result}", trace=trace, messages=history)
-
-    async def _parse(
-        self, result: RunResult[Any], trace: ExecutionTrace
-    ) -> tuple[ResponseT | None, str]:
-        """Text mode: the last answer's JSON, validated, or the problem to repair."""
-        last = next((m for m in reversed(result.turn.messages) if m.role == "assistant"), None)
-        text = "\n".join(b.text for b in last.content if isinstance(b, TextBlock)) if last else ""
-        if not text.strip():
-            raise ExecutorError("no content in model response", trace=trace)
-        problem = "no JSON object found"
-        for candidate in candidates(text):
-            try:
-                response = self.response_type.model_validate_json(candidate)
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]["msg"]
-                problem = f"invalid JSON for {self.response_type.__name__}: {first}"
-                continue
-            sub = SubmissionContext(
-                reasoning="", tool_call_id="", round=len(trace.rounds) - 1, trace=trace
-            )
-            schema = self.response_type.model_json_schema()
-            findings = await run_validators(response, sub, schema, self.result_validators)
-            if findings:
-                return None, "; ".join(f.details for f in findings)
-            return response, ""
-        return None, problem
-
-
-def _raise_if_refused(
-    result: RunResult[Any], trace: ExecutionTrace, history: list[Message]
-) -> None:
-    """A refusal ends the execution: ``ExecutorRefused`` with what the model said."""
-    if result.stop_reason == "refusal":
-        raise ExecutorRefused(
-            f"the model refused: {result.stop_details or result.output_text}",
-            trace=trace,
-            messages=history,
-        )
-
-
-async def _submitted_instead(
-    result: RunResult[Any],
-    tools: Sequence[Tool],
-    outcomes: Outcomes,
-    history: list[Message],
-    trace: ExecutionTrace,
-) -> bool:
-    """A submission beats a suspension of the same round: run the one the loop left unrun.
-
-    The loop ends a batch at a suspension, so a submission after the suspend call in model
-    order has not run; when it is accepted, it commits and nothing is suspended.
-    """
-    state = result.turn.suspension
-    submit = next((t for t in tools if isinstance(t, SubmitLoopTool)), None)
-    if state is None or submit is None:
-        return False
-    done = {*state.completed_tool_calls, *(p.id for p in state.pending_tool_calls)}
-    last = next((m for m in reversed(state.turn_messages) if m.role == "assistant"), None)
-    for call in last.tool_calls if last is not None else ():
-        unrun = call.name == submit.name and call.id not in done
-        if unrun and await submit.commit_if_accepted(call):
-            return settled(outcomes, trace, history)
-    return False
 
 
 # the highest temperature each provider accepts (others: 2.0, checked by ExecutorOptions)
