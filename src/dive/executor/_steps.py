@@ -63,8 +63,13 @@ def settled(outcomes: Outcomes, trace: ExecutionTrace, history: list[Message]) -
     The first terminal outcome in the model's order of calls (``history``) is the one.
     """
     outcomes.settle([c.id for m in history if m.role == "assistant" for c in m.tool_calls])
-    if outcomes.abort is not None:
-        raise ExecutorError(str(outcomes.abort), trace=trace, messages=history) from outcomes.abort
+    abort = outcomes.abort
+    if isinstance(abort, ExecutorError):  # a validator raised: ResultValidationError
+        abort.trace = abort.trace or trace
+        abort.messages = abort.messages or tuple(history)
+        raise abort
+    if abort is not None:
+        raise ExecutorError(str(abort), trace=trace, messages=history) from abort
     return outcomes.committed
 
 
