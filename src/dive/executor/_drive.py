@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from dive.agent import Agent, Hooks, Limits, RunResult
 from dive.errors import ProviderError
+from dive.executor._calls import RejectedCalls
 from dive.executor._control import Control
 from dive.executor._errors import (
     ExecutorError,
@@ -156,6 +157,8 @@ class Driver:
 
     def _agent(self, remaining: int) -> Agent[str, None]:
         ex = self.ex
+        submit = ex.submit_tool.name if ex.submit_tool is not None else None
+        rejected = RejectedCalls(self.trace, self.outcomes, submit)
         return Agent(
             model=ex.model,
             instructions=self.system,
@@ -168,7 +171,7 @@ class Driver:
             parallel_tool_execution=ex.options.tool_call_concurrency > 1,
             max_tool_concurrency=ex.options.tool_call_concurrency,
             prime_reminders=False,
-            hooks=Hooks(pre_iteration=[self.control.before_call]),
+            hooks=Hooks(pre_iteration=[self.control.before_call], post_tool_use_failure=[rejected]),
             tracer=MultiTracer(self.recorder, ex.tracer),
         )
 
