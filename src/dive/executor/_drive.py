@@ -207,7 +207,8 @@ class Driver:
         """The error ``execute`` raises for a model call that failed (its cause: ``error``).
 
         Retryable: the retries ran out (``ProviderRetriesExhausted``, their count from the
-        failed round). Both carry the trace and the messages.
+        failed round). Otherwise the same class, its text prefixed with
+        ``failed to stream model response: ``. Both carry the trace and the messages.
         """
         failed = self.trace.rounds[-1] if self.trace.rounds else None
         if error.retryable:
@@ -216,9 +217,8 @@ class Driver:
                 f"model call failed after {retries} retries: {error}", error
             )
         else:
-            out = error
-        if out is not error:
-            out.__cause__ = error
+            out = _prefixed(error)
+        out.__cause__ = error
         # a ProviderError of the provider layer has no such fields: they are added to it
         setattr(out, "trace", self.trace)  # noqa: B010
         setattr(out, "messages", tuple(self.history))  # noqa: B010
@@ -294,3 +294,28 @@ class Driver:
             if unrun and await submit.commit_if_accepted(call):
                 return settled(self.outcomes, self.trace, self.history)
         return False
+
+
+STREAM_PREFIX = "failed to stream model response: "
+
+
+def _prefixed(error: ProviderError) -> ProviderError:
+    """A copy of ``error`` (class, status, request id…) whose text says the stream failed."""
+    text = f"{STREAM_PREFIX}{error}"
+    if type(error).__init__ is not ProviderError.__init__:  # a subclass with its own fields
+        out = ProviderError(
+            text, provider=error.provider, status=error.status, request_id=error.request_id
+        )
+    else:
+        out = type(error)(
+            text,
+            provider=error.provider,
+            status=error.status,
+            request_id=error.request_id,
+            retry_after=error.retry_after,
+            error_type=error.error_type,
+            body=error.body,
+        )
+    out.retryable = error.retryable
+    return out
+
