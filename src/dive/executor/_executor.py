@@ -12,6 +12,7 @@ against ``max_rounds``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Generic, cast
@@ -51,7 +52,7 @@ from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
 from dive.messages import Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
-from dive.providers import TEMPERATURE_DROPPED, settings_warnings
+from dive.providers import TEMPERATURE_DROPPED, RetryPolicy, settings_warnings
 from dive.tools import Tool
 from dive.tracing import Tracer
 
@@ -67,7 +68,9 @@ class Executor(Generic[RequestT, ResponseT]):
     """Turns a ``Bindable`` request into a validated ``response_type`` through a conversation.
 
     Args:
-        model: a dive ``Model`` or ``"provider:model"`` (built with ``options.retry``).
+        model: a dive ``Model`` or ``"provider:model"``. ``options.retry``, when set, is the
+            policy of its calls: a string is built with it, a model object is used through a
+            copy with it (the object itself is left as it was).
         prompt: the user prompt template; ``request.bind(prompt)`` fills it.
         response_type: the pydantic model of the result.
         options: see ``ExecutorOptions``.
@@ -112,6 +115,8 @@ class Executor(Generic[RequestT, ResponseT]):
                 else f"{model}:{self.options.model}"
             )
             model = resolve(spec, retry=self.options.retry)
+        elif self.options.retry is not None:
+            model = _with_retry(model, self.options.retry)
         self.model: Model = model
         self.prompt = prompt
         self.response_type = response_type
@@ -387,3 +392,17 @@ def _check_temperature(options: ExecutorOptions, provider: str) -> None:
         raise ExecutorConfigError(
             f"temperature must be between 0.0 and {top} for {provider}, got {t}"
         )
+
+
+def _with_retry(model: Model, policy: RetryPolicy) -> Model:
+    """``model`` with ``policy`` for its calls: a shallow copy (same client), or refuse."""
+    if not isinstance(getattr(model, "retry", None), RetryPolicy):
+        raise ExecutorConfigError(
+            f"ExecutorOptions.retry cannot be applied: {type(model).__name__} has no retry "
+            "policy (no `retry` attribute holding a RetryPolicy). Leave options.retry unset "
+            "and configure retries on the model itself"
+        )
+    clone = copy.copy(model)
+    setattr(clone, "retry", policy)  # noqa: B010 - not part of the Model protocol
+    return clone
+
