@@ -90,7 +90,7 @@ async def test_a_raising_validator_raises_result_validation_error(
     sim.add(_submit())
     validator = broken_async if asynchronous else broken
     ex = _ex(model, result_validators=[validator])
-    with pytest.raises(ResultValidationError, match="^result validation: the policy service") as e:
+    with pytest.raises(ResultValidationError, match=r"^result validation: the policy service") as e:
         await ex.execute(NoBindings())
     assert e.value.trace is kept.traces[0]
     assert isinstance(e.value.__cause__, RuntimeError)
