@@ -42,6 +42,7 @@ from dive.executor._submit_tool import SubmitLoopTool
 from dive.executor._suspend import ExecutionSuspended, Suspension
 from dive.executor._text import candidates
 from dive.executor._trace import ExecutionTrace
+from dive.executor._tracers import span_tracer
 from dive.messages import Message, TextBlock
 from dive.tools import Tool
 from dive.tracing import MultiTracer
@@ -172,7 +173,7 @@ class Driver:
             max_tool_concurrency=ex.options.tool_call_concurrency,
             prime_reminders=False,
             hooks=Hooks(pre_iteration=[self.control.before_call], post_tool_use_failure=[rejected]),
-            tracer=MultiTracer(self.recorder, ex.tracer),
+            tracer=MultiTracer(self.recorder, ex.tracer, span_tracer(ex.response_type)),
         )
 
     def _incomplete(self, result: RunResult[Any], cutoffs: int) -> int:
@@ -318,4 +319,3 @@ def _prefixed(error: ProviderError) -> ProviderError:
         )
     out.retryable = error.retryable
     return out
-

@@ -30,6 +30,7 @@ from dive.executor._errors import (
 from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
 from dive.executor._outcomes import Outcomes
+from dive.executor._result import ExecutionResult
 from dive.executor._seeds import run_seeds
 from dive.executor._steps import (
     build,
@@ -42,6 +43,7 @@ from dive.executor._submit import ResultValidator, SubmitTool
 from dive.executor._submit_tool import SubmitLoopTool
 from dive.executor._suspend import (
     ConfigDriftError,
+    ExecutionSuspended,
     Suspension,
     digest,
     frame_answer,
@@ -83,7 +85,9 @@ class Executor(Generic[RequestT, ResponseT]):
         suspend_tool: a tool whose handler returns ``dive.tools.Suspend(prompt)`` to wait
             for a person; ``execute`` then raises ``ExecutionSuspended``.
         name: the agent name in traces.
-        tracer: receives the loop's spans (e.g. ``dive.otel.OTelTracer()``).
+        tracer: a ``dive.tracing.Tracer``: receives the loop's spans of every execution
+            (e.g. ``dive.otel.OTelTracer()``) and, if it defines ``record(trace)``, each
+            finished ``ExecutionTrace``. ``use_tracer`` installs one per response type.
     """
 
     def __init__(
@@ -151,9 +155,69 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         """Run the conversation until a response is committed; see the module docstring.
 
-        Raises ``ExecutorError`` subclasses (with ``.trace`` and ``.messages``) and
-        ``ProviderError`` for a model call that failed after its retries.
+        Args:
+            request: binds the prompt's placeholders (``request.bind(prompt)``).
+            tools: the tools of this execution, by name (keys equal the tools' names).
+            seed_tool_calls: calls run before the first round, as if the model had made them.
+
+        Raises:
+            ExecutorError: the run failed (a subclass says how; ``.trace`` and ``.messages``
+                show how far it got).
+            ProviderError: a model call failed (``ProviderRetriesExhausted`` after retries).
+            ExecutionSuspended: the suspend tool asked a person; ``run()`` reports this as
+                a status instead.
         """
+        response, _ = await self._execute(request, tools, seed_tool_calls)
+        return response
+
+    async def run(
+        self,
+        request: RequestT | None = None,
+        tools: Mapping[str, ExecutorTool[Any]] | None = None,
+        seed_tool_calls: Sequence[ToolCall] = (),
+        *,
+        suspension: Suspension | None = None,
+        answers: Mapping[str, str] | None = None,
+    ) -> ExecutionResult[ResponseT]:
+        """Like ``execute``, reported the way ``Agent.run`` reports a turn.
+
+        Returns an ``ExecutionResult``: ``completed`` with the response, or ``suspended``
+        with the ``Suspension`` to resume, each with the trace and the usage. Resume by
+        passing ``suspension`` and the ``answers`` (by call id) instead of a request.
+
+        Args:
+            request: as for ``execute`` (None when resuming).
+            tools: as for ``execute`` (and for ``resume``).
+            seed_tool_calls: as for ``execute`` (not when resuming).
+            suspension: a suspended execution's ``Suspension`` to continue.
+            answers: the person's answers to its pending calls, by call id.
+
+        Raises:
+            ExecutorConfigError: neither a request nor a suspension, or both.
+            ExecutorError: as for ``execute``.
+            ProviderError: as for ``execute``.
+        """
+        if (request is None) == (suspension is None) or (suspension and seed_tool_calls):
+            raise ExecutorConfigError(
+                "run() takes a request (with tools and seed calls), or a suspension and its "
+                "answers to resume it, not both"
+            )
+        try:
+            if suspension is not None:
+                response, trace = await self._resume(suspension, answers or {}, tools)
+            else:
+                assert request is not None
+                response, trace = await self._execute(request, tools, seed_tool_calls)
+        except ExecutionSuspended as exc:
+            return ExecutionResult(status="suspended", suspension=exc.suspension, trace=exc.trace)
+        return ExecutionResult(status="completed", output=response, trace=trace)
+
+    async def _execute(
+        self,
+        request: RequestT,
+        tools: Mapping[str, ExecutorTool[Any]] | None,
+        seed_tool_calls: Sequence[ToolCall],
+    ) -> tuple[ResponseT, ExecutionTrace]:
         prompt_text, suffix, system = self._render(request)
         trace = ExecutionTrace(
             input_prompt=prompt_text if not suffix else f"{prompt_text}\n\n{suffix}",
@@ -162,7 +226,7 @@ class Executor(Generic[RequestT, ResponseT]):
         )
         outcomes = Outcomes()
         run = self._run(prompt_text, suffix, system, tools or {}, seed_tool_calls, trace, outcomes)
-        return await self._finishing(run, trace, outcomes)
+        return await self._finishing(run, trace, outcomes), trace
 
     async def _finishing(
         self, run: Awaitable[ResponseT], trace: ExecutionTrace, outcomes: Outcomes
@@ -187,7 +251,7 @@ class Executor(Generic[RequestT, ResponseT]):
         return response
 
     def _report(self, trace: ExecutionTrace, outcomes: Outcomes, outcome: str) -> None:
-        record_trace(self.response_type, trace)
+        record_trace(self.response_type, trace, self.tracer)
         base = {
             "gen_ai.provider.name": self.provider_label,
             "gen_ai.request.model": self.model.name,
@@ -329,9 +393,26 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         """Continue a suspended execution with the person's ``answers`` (by call id).
 
-        Raises ``ConfigDriftError`` when this executor's provider, model or configuration is
-        not the suspended one's, and ``ExecutorConfigError`` for an answer to no pending call.
+        Args:
+            suspension: what ``ExecutionSuspended`` (or ``run()``) gave.
+            answers: the person's answer to each pending call, by call id.
+            tools: the tools of the execution, as given to ``execute``.
+
+        Raises:
+            ConfigDriftError: this executor's provider, model or configuration is not the
+                suspended one's.
+            ExecutorConfigError: an answer to a call that is not pending.
+            ExecutionSuspended: the run suspended again.
         """
+        response, _ = await self._resume(suspension, answers, tools)
+        return response
+
+    async def _resume(
+        self,
+        suspension: Suspension,
+        answers: Mapping[str, str],
+        tools: Mapping[str, ExecutorTool[Any]] | None,
+    ) -> tuple[ResponseT, ExecutionTrace]:
         for what, mine, theirs in (
             ("provider", self.model.provider, suspension.provider),
             ("model", self.model.name, suspension.model),
@@ -369,7 +450,7 @@ class Executor(Generic[RequestT, ResponseT]):
             budget=budget,
             carried=carried,
         )
-        return await self._finishing(driver.run(start), trace, outcomes)
+        return await self._finishing(driver.run(start), trace, outcomes), trace
 
     def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
         submit = self.submit_tool.name if self.submit_tool is not None else None
@@ -405,4 +486,3 @@ def _with_retry(model: Model, policy: RetryPolicy) -> Model:
     clone = copy.copy(model)
     setattr(clone, "retry", policy)  # noqa: B010 - not part of the Model protocol
     return clone
-
