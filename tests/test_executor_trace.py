@@ -213,3 +213,19 @@ async def test_an_unknown_seed_call_is_traced_too(
     assert (traced.error or "").startswith('UnknownToolError: Tool "prob" does not exist')
     sent = sim.requests[0]["messages"][2]["content"][0]
     assert sent["is_error"] is True
+
+
+async def test_round_errors_never_echo_the_api_key(
+    sim: anth.AnthropicSimulator, kept: Keep
+) -> None:
+    key = "sk-ant-test-key-that-must-not-leak-0123456789"
+    message = f"invalid x-api-key: {key}"
+    sim.add(anth.SimFault(status=529, message=message), anth.SimFault(status=401, message=message))
+    model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key=key, retry=FAST)
+    with pytest.raises(Exception):  # noqa: B017 - the authentication error, whatever its text
+        await _ex(model).execute(NoBindings())
+    await model.aclose()
+    (round_,) = kept.traces[0].rounds
+    assert len(round_.errors) == 2
+    assert all(key not in e for e in round_.errors)
+    assert key not in kept.traces[0].to_json()

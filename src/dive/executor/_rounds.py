@@ -22,6 +22,7 @@ from dive.executor._trace import ExecutionTrace, TracedCall, TracedRound
 from dive.llm import Model, ModelResponse, RetryNotice
 from dive.messages import RedactedThinkingBlock, ThinkingBlock, ToolResult
 from dive.messages.codec import to_jsonable
+from dive.redaction import redact
 from dive.tracing import (
     AgentRunInfo,
     AgentRunSpan,
@@ -45,7 +46,7 @@ class _RoundSpan:
         self._round = round_
 
     def add_retry(self, notice: RetryNotice) -> None:
-        self._round.errors.append(f"{notice.error_type}: {notice.message}")
+        self._round.errors.append(f"{notice.error_type}: {redact(notice.message)}")
 
     def set_time_to_first_chunk(self, seconds: float) -> None:
         pass
@@ -75,7 +76,7 @@ class _RoundSpan:
     def end(self, error: BaseException | None = None) -> None:
         self._round.end_time = datetime.now(UTC)
         if error is not None:
-            self._round.errors.append(f"{type(error).__name__}: {error}")
+            self._round.errors.append(f"{type(error).__name__}: {redact(str(error))}")
             self._round.failed = True
 
 
