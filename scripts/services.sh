@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Start or stop the services the test suite needs, on 127.0.0.1 only.
 #   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox,
-#                                Chromium and its driver (the browser tests), and PostgreSQL,
-#                                and starts PostgreSQL; prints env lines
+#                                Chromium and its driver (the browser tests: the viewer, the docs) and
+#                                PostgreSQL, and starts PostgreSQL; prints env lines
 #   scripts/services.sh down  -> stops what `up` started
 # State lives in a folder under /tmp named after this checkout (reachable by the postgres
 # user even when the checkout is under a private home). Safe to run `up` twice.
@@ -35,11 +35,13 @@ bwrap_ensure() {
   fi
 }
 
-# The browser tests drive Debian's Chromium through its chromedriver (nothing downloads a browser).
+# The browser tests (the viewer, the docs site) drive Debian's headless Chromium through its
+# chromedriver.
 chromium_ensure() {
   [ "$(uname -s)" = "Linux" ] || return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
   if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-    echo "installing chromium and chromium-driver from Debian packages..." >&2
+    echo "installing Chromium and chromedriver from Debian packages..." >&2
     apt_install chromium chromium-driver
   fi
 }

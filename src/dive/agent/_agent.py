@@ -38,6 +38,7 @@ from dive.agent._instructions import Instructions, InstructionsSpec
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputMode, OutputSpec, OutputValidator
 from dive.agent._result import RunResult
+from dive.agent._runner import IN_PROCESS, Runner
 from dive.agent._setup import AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
@@ -260,6 +261,10 @@ class Agent(Generic[OutputT, DepsT]):
 
         ``rendered_instructions`` is the text of dynamic instructions for one model call;
         without it, only the static instructions are included.
+
+        Args:
+            rendered_instructions: the text of dynamic instructions for one model call; None
+                includes only the static instructions.
         """
         text = rendered_instructions
         if text is None:
@@ -271,7 +276,12 @@ class Agent(Generic[OutputT, DepsT]):
         return "\n\n".join(parts)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
-        """Decorator: register an output validator (see ``output_validators``)."""
+        """Decorator: register an output validator (see ``output_validators``).
+
+        Args:
+            fn: ``fn(output)`` or ``fn(ctx, output)``, sync or async; returns the output (maybe
+                changed) or raises ``ModelRetry``.
+        """
         self.output.add_validator(fn)
         return fn
 
@@ -297,6 +307,7 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """Run one turn. Raises only before the turn boundary; see ``RunResult``.
 
@@ -320,6 +331,8 @@ class Agent(Generic[OutputT, DepsT]):
             values: untyped shared values (``ctx.values``), mutable by tools and hooks.
             prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
             model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
 
         Resume a suspended turn with ``tool_results={call_id: result or ToolApproval}``
         (statelessly: plus ``history=`` and ``suspension=``).
@@ -345,7 +358,8 @@ class Agent(Generic[OutputT, DepsT]):
         for r in reminders:
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidRunError("reminders must be Reminder objects")
-        new = input_messages(input) if input is not None else []
+        effects = runner if runner is not None else IN_PROCESS
+        new = input_messages(input, effects.now()) if input is not None else []
         options = RunOptions(
             new=new,
             history=history,
@@ -362,13 +376,14 @@ class Agent(Generic[OutputT, DepsT]):
             expected_revision=expected_revision,
             tool_results=tool_results,
             suspension=suspension,
+            runner=effects,
         )
         config = self._config()
         if chosen is None:
             return await self._start(config, options, None, None)
         async with session_lock(chosen.id):
             if not self.durability.claim:
-                snap = await load_snapshot(config, chosen)
+                snap = await load_snapshot(config, chosen, effects)
                 return await self._start(config, options, chosen, snap)
             token = CancelToken(parent=cancel)
             keeper = ClaimKeeper(
@@ -376,16 +391,17 @@ class Agent(Generic[OutputT, DepsT]):
                 self.durability.owner or process_owner(),
                 self.durability.claim_ttl,
                 token,
+                effects,
             )
             async with keeper:
-                snap = await load_snapshot(config, chosen)
+                snap = await load_snapshot(config, chosen, effects)
                 options = replace(options, cancel=token)
                 return await self._start(config, options, chosen, snap, keeper)
 
-    async def _session_spent(self, session: Session | None) -> SessionSpent | None:
+    async def _session_spent(self, session: Session | None, runner: Runner) -> SessionSpent | None:
         if self.session_usage_limits is None or session is None:
             return None
-        return spent_by(await session.turns())
+        return spent_by(await runner.load_turns(session))
 
     def _check_deps(self, deps: object) -> None:
         expected = self.deps_type
@@ -425,7 +441,8 @@ class Agent(Generic[OutputT, DepsT]):
             prompt_cache_key=o.prompt_cache_key or self._cache_key(session),
             claim=keeper,
             background=o.background_results,
-            session_spent=await self._session_spent(session),
+            session_spent=await self._session_spent(session, o.runner),
+            runner=o.runner,
         )
         run = await prepare_run(setup, o, snap, self.system_prompt())
         return cast("RunResult[OutputT]", await execute(run))
@@ -437,11 +454,19 @@ class Agent(Generic[OutputT, DepsT]):
         history: Sequence[Message] | None = None,
         suspension: SuspensionState | None = None,
         on_event: EventHandler | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """Close a suspended turn without a model call (outcome ``canceled``).
 
         Calls whose tool suspended become ``unknown``; calls held at the approval gate
         ``not_started``. The closed turn replaces the suspended one.
+
+        Args:
+            session: the session (the agent's by default; ``None`` for a stateless cancel).
+            history: the history before the suspended turn (stateless).
+            suspension: the ``SuspensionState`` of the suspended turn (stateless).
+            on_event: called with every event (sync or async).
+            runner: where the store reads and writes happen (default: in process).
         """
         chosen = self.session if isinstance(session, _Default) else session
         if chosen is not None and (history is not None or suspension is not None):
@@ -453,6 +478,7 @@ class Agent(Generic[OutputT, DepsT]):
             history=history,
             suspension=suspension,
             on_event=on_event,
+            runner=runner if runner is not None else IN_PROCESS,
         )
         return cast("RunResult[OutputT]", result)
 
@@ -483,10 +509,34 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """The blocking form of ``run`` (not from inside a running event loop).
 
         Takes exactly ``run``'s arguments; ``on_text=print`` shows the answer as it arrives.
+
+        Args:
+            input: the user's message: text, a ``Message``, messages or content blocks.
+            history: the pre-turn history of a stateless run (``result.all_messages()``).
+            session: the session (the agent's by default; ``None`` forces stateless).
+            turn_id: the new turn's id (generated when omitted).
+            expected_revision: refuse to start unless the session is at this revision.
+            continue_turn: call the model on the history as it stands.
+            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
+            suspension: the ``SuspensionState`` of a stateless resume.
+            background_results: late results of calls whose turn ended.
+            reminders: ``<system-reminder>`` notes for the model.
+            on_event: called with every event (sync or async).
+            on_text: called with the answer's text as it arrives (each streamed delta, or
+                each message's text when the model does not stream).
+            cancel: a ``CancelToken`` for soft and hard cancellation.
+            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
+                output validators; required when the agent has a ``deps_type``.
+            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
+            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
+            model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
         """
         try:
             asyncio.get_running_loop()
@@ -514,6 +564,7 @@ class Agent(Generic[OutputT, DepsT]):
             model_settings=model_settings,
             on_event=on_event,
             on_text=on_text,
+            runner=runner,
         )
         return asyncio.run(coro)
 
@@ -535,12 +586,33 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> AgentStream[OutputT]:
         """The run's events as they happen: ``async for event in agent.stream(...)``.
 
         Also ``async with agent.stream(...) as s:`` with ``s.text_deltas()``, ``s.text()``,
         ``s.partial_output()`` and ``s.result``; takes ``run``'s arguments except the
         handlers (the stream is the handler).
+
+        Args:
+            input: the user's message: text, a ``Message``, messages or content blocks.
+            history: the pre-turn history of a stateless run (``result.all_messages()``).
+            session: the session (the agent's by default; ``None`` forces stateless).
+            turn_id: the new turn's id (generated when omitted).
+            expected_revision: refuse to start unless the session is at this revision.
+            continue_turn: call the model on the history as it stands.
+            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
+            suspension: the ``SuspensionState`` of a stateless resume.
+            background_results: late results of calls whose turn ended.
+            reminders: ``<system-reminder>`` notes for the model.
+            cancel: a ``CancelToken`` for soft and hard cancellation.
+            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
+                output validators; required when the agent has a ``deps_type``.
+            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
+            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
+            model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
         """
 
         def start(handler: EventHandler) -> Awaitable[RunResult[Any]]:
@@ -561,6 +633,7 @@ class Agent(Generic[OutputT, DepsT]):
                 prompt_cache_key=prompt_cache_key,
                 model_settings=model_settings,
                 on_event=handler,
+                runner=runner,
             )
 
         return AgentStream(start, self.output)
