@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 from pydantic import ConfigDict, Field
 
 from dive.errors import MessageValidationError
+from dive.messages._fields import named_fields
 from dive.messages.codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
 
 __all__ = [
@@ -46,6 +47,7 @@ def _check_str(value: object, path: str) -> None:
         raise MessageValidationError(f"expected a string, got {type(value).__name__}", path=path)
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheControl:
     """A prompt-cache breakpoint; ``ttl`` is ``"5m"`` (default) or ``"1h"``."""
@@ -62,6 +64,7 @@ class CacheControl:
 # --- sources ------------------------------------------------------------------------------
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Base64Source:
     """Inline base64 data with its media type."""
@@ -72,6 +75,7 @@ class Base64Source:
     data: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UrlSource:
     """Data the provider fetches from a URL."""
@@ -81,6 +85,7 @@ class UrlSource:
     url: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileSource:
     """A file previously uploaded to the provider."""
@@ -90,6 +95,7 @@ class FileSource:
     file_id: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextSource:
     """A plain-text document body."""
@@ -109,6 +115,7 @@ DocumentSource = Annotated[
 # --- blocks --------------------------------------------------------------------------------
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextBlock:
     """Plain text, with optional opaque provider citations."""
@@ -127,6 +134,7 @@ class TextBlock:
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageBlock:
     """An image: jpeg, png, gif or webp."""
@@ -146,6 +154,7 @@ class ImageBlock:
             )
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentBlock:
     """A document (PDF or text) given to the model."""
@@ -159,6 +168,7 @@ class DocumentBlock:
     cache_control: CacheControl | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """A client tool call requested by the model. ``arguments`` is always a JSON object."""
@@ -188,6 +198,7 @@ ToolResultContent = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(disc
 _RESULT_BLOCKS = (TextBlock, ImageBlock, DocumentBlock)
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """The answer to one tool call; the sole block of a ``tool`` message."""
@@ -227,6 +238,7 @@ class ToolResult:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingBlock:
     """Model reasoning with its opaque signature. Never carries ``cache_control``."""
@@ -238,6 +250,7 @@ class ThinkingBlock:
     provider: str | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RedactedThinkingBlock:
     """Encrypted reasoning, replayed verbatim to its provider."""
@@ -248,6 +261,7 @@ class RedactedThinkingBlock:
     provider: str | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolCall:
     """A tool the provider runs itself (web search, code execution…)."""
@@ -264,6 +278,7 @@ class ServerToolCall:
         object.__setattr__(self, "input", freeze_mapping(self.input))
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolResult:
     """The result of a server tool call, opaque to dive."""
@@ -277,6 +292,7 @@ class ServerToolResult:
     cache_control: CacheControl | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownBlock:
     """A provider block dive does not model, kept verbatim (``data`` is the raw block JSON)."""
