@@ -7,18 +7,17 @@ serves directly (``anthropic/claude-…``) is ambiguous and raises ``UserError``
 spellings (``anthropic:claude-…`` or ``openrouter:anthropic/claude-…``). An unknown prefix
 raises ``UnknownProviderError`` listing the known ones; an unmatched bare name raises
 ``UnknownModelError``; a missing SDK raises ``MissingExtraError`` naming the ``pip install``
-to run; a missing key names the environment variable.
+to run. Credentials are not read here: each model reads its key and base URL at its first
+request, and a missing key is reported then, naming the variables to set.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from dive.errors import (
-    MissingCredentialsError,
     MissingExtraError,
     UnknownModelError,
     UnknownProviderError,
@@ -142,13 +141,8 @@ def model(spec: str, **options: Any) -> Model:
     if provider == "openai-chat":
         return OpenAIChatModel(name, **options)
     preset = COMPATIBLE[provider]
-    if preset.key_required and "api_key" not in options and not os.environ.get(preset.key_env):
-        raise MissingCredentialsError(
-            f"no API key for {provider}: set {preset.key_env} or pass api_key="
-        )
-    options.setdefault("base_url", os.environ.get(f"{provider.upper()}_BASE_URL", preset.base_url))
+    options.setdefault("default_base_url", preset.base_url)
     options.setdefault("provider", provider)
     options.setdefault("key_env", preset.key_env)
-    if not preset.key_required and not os.environ.get(preset.key_env):
-        options.setdefault("api_key", provider)
+    options.setdefault("key_required", preset.key_required)
     return OpenAIChatModel(name, **options)

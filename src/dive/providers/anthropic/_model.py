@@ -18,7 +18,6 @@ from typing import Any
 import anthropic
 
 from dive.errors import (
-    MissingCredentialsError,
     ProviderError,
     StreamInterruptedError,
     UnsupportedSettingError,
@@ -35,6 +34,7 @@ from dive.llm import (
     cost_of,
 )
 from dive.providers._calls import generate_with_retry, stream_with_retry
+from dive.providers._credentials import LazyClient, resolve
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate
 from dive.providers.anthropic._request import WarnOnce, build_request, check_settings
@@ -55,7 +55,27 @@ def _label_of(client: Any) -> str:
 
 
 class AnthropicModel:
-    """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``."""
+    """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``.
+
+    Nothing is read or checked when the model is built: its client is made at the first
+    request, from ``api_key`` or ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+    ``base_url`` or ``ANTHROPIC_BASE_URL``; a base URL alone needs no key.
+
+    Args:
+        model: the Claude model id.
+        client: a ready SDK client (``AsyncAnthropic``, ``AsyncAnthropicVertex``,
+            ``AsyncAnthropicBedrock``); its own retries are turned off.
+        api_key: the API key (default: ``ANTHROPIC_API_KEY`` at the first request).
+        base_url: another server (default: ``ANTHROPIC_BASE_URL``, then the API).
+        retry: the retry policy (default ``RetryPolicy()``).
+        streaming: stream responses, or ask for whole ones.
+        pricing: prices that replace the ``genai-prices`` ones.
+        timeout: the SDK's request timeout in seconds.
+
+    Raises:
+        MissingCredentialsError: at the first request, when neither a key, a token nor a
+            base URL is set.
+    """
 
     def __init__(
         self,
@@ -69,25 +89,26 @@ class AnthropicModel:
         pricing: PricingInfo | None = None,
         timeout: float | None = None,
     ) -> None:
-        if client is None:
-            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not key and base_url is None:
-                raise MissingCredentialsError(
-                    "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key= (or client=)"
-                )
-            client = anthropic.AsyncAnthropic(
-                api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
-            )
-        else:
+        register_secret(api_key)  # error texts never echo it
+
+        def build() -> Any:
+            return _first_party(api_key, base_url, timeout)
+
+        if client is not None:
             client = client.with_options(max_retries=0)
-        self._client: Any = client
-        register_secret(getattr(client, "api_key", None))  # error texts never echo it
+            register_secret(getattr(client, "api_key", None))
+        self._clients = LazyClient(build, client)
         self._model = model
         self._label = _label_of(client)
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
         self._warn = WarnOnce()  # settings warnings: once per model, not per request
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built at the first request (credentials are read then)."""
+        return self._clients.get()
 
     @property
     def name(self) -> str:
@@ -150,9 +171,10 @@ class AnthropicModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._kwargs(request)
+        client = self._client
 
         async def create() -> Any:
-            return await self._client.messages.create(**kwargs)
+            return await client.messages.create(**kwargs)
 
         raw = await generate_with_retry(create, self._translate, self.retry)
         response = map_response(to_dict(raw), self._label, self._model)
@@ -193,8 +215,10 @@ class AnthropicModel:
         return int(to_dict(raw)["input_tokens"])
 
     async def aclose(self) -> None:
-        """Close the SDK client (its HTTP connections)."""
-        await self._client.close()
+        """Close the SDK client (its HTTP connections), if a request ever built it."""
+        client = self._clients.built
+        if client is not None:
+            await client.close()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self._model!r})"
@@ -242,6 +266,25 @@ def sdk_kwargs(body: dict[str, Any]) -> dict[str, Any]:
     if extra:
         kwargs["extra_body"] = extra
     return kwargs
+
+
+def _first_party(api_key: str | None, base_url: str | None, timeout: float | None) -> Any:
+    """An ``AsyncAnthropic`` client from what was given and the environment, read now."""
+    token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    creds = resolve(
+        title="Anthropic",
+        api_key=api_key,
+        key_envs=("ANTHROPIC_API_KEY",),
+        base_url=base_url,
+        base_envs=("ANTHROPIC_BASE_URL",),
+        key_required=not token,
+        alternatives="; or set ANTHROPIC_AUTH_TOKEN",
+    )
+    register_secret(creds.key)
+    key = creds.key or (None if token else "unused")
+    return anthropic.AsyncAnthropic(
+        api_key=key, base_url=creds.base_url, max_retries=0, timeout=timeout
+    )
 
 
 def _user_error(exc: BaseException) -> UserError | None:
