@@ -11,6 +11,12 @@ cancellation or ``ToolFatalError``. It only ever runs for idempotent or read-onl
 ``ToolDefinition`` refuses a policy of more than one attempt on any other tool, and a single
 attempt is all a non-idempotent tool gets here even if its definition was forged. A tool
 exception becomes ``Tool execution error: <message>``; the traceback is logged, never sent.
+
+``ModelRetry(message)`` is not a failure: the message goes to the model as the call's result
+(with "Fix the errors and try again."), logged at debug level only, and the retry policy does
+not run the call again. Each tool may do so ``limits.max_tool_retries`` times in a row (a
+call that returns resets its count); the next one fails like a tool exception, with a warning
+and no traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dive.agent._background import start_background, started_text
+from dive.agent._output import ModelRetry
 from dive.agent._outputs import error_result, to_tool_result
 from dive.agent._parent import PARENT_CALL, ParentCall
 from dive.agent._run import Run
@@ -119,6 +126,8 @@ async def _run_with_policy(
             if k + 1 == attempts:
                 state: CallState = "completed" if d.read_only else "unknown"
                 return ExecResult(result=error_result(call, last), state=state, error=last)
+        except ModelRetry as exc:
+            return _model_retry(run, call, exc)
         except ToolFatalError as exc:
             text = redact(f"Tool execution error: {exc}")
             return ExecResult(result=error_result(call, text), error=redact(repr(exc)))
@@ -132,11 +141,39 @@ async def _run_with_policy(
                     last = f"{last} (after {attempts} attempts)"
                 return ExecResult(result=error_result(call, last), error=redact(repr(exc)))
         else:
+            run.model_retries.pop(call.name, None)
             return _convert(run, tool, call, output, route)
         assert policy is not None
         delay = policy.delay(k)
         await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+RETRY_ADVICE = "Fix the errors and try again."
+
+
+def _model_retry(run: Run, call: ToolCall, exc: ModelRetry) -> ExecResult:
+    """The model's feedback for a tool's ``ModelRetry``, or a failure once over the budget."""
+    count = run.model_retries.get(call.name, 0) + 1
+    run.model_retries[call.name] = count
+    limit = run.config.limits.max_tool_retries
+    message = redact(exc.message)
+    log = run.config.log
+    if count <= limit:
+        log.debug("tool %s (call %s) asked the model to retry: %s", call.name, call.id, message)
+        return ExecResult(result=error_result(call, f"{message}\n\n{RETRY_ADVICE}"))
+    log.warning(
+        "tool %s (call %s) asked for a retry more than %d times in a row: %s",
+        call.name,
+        call.id,
+        limit,
+        message,
+    )
+    text = (
+        f"Tool execution error: {message} (the tool asked for a retry more than {limit} "
+        "times in a row; limits.max_tool_retries)"
+    )
+    return ExecResult(result=error_result(call, text), error=redact(repr(exc)))
 
 
 def _convert(
