@@ -45,6 +45,10 @@ class ModelSettings:
     (``{"edits": [{"type": "clear_tool_uses_20250919"}]}`` for context editing,
     ``{"edits": [{"type": "compact_20260112"}]}`` for server-side compaction); the beta
     header each edit needs is added. Other providers refuse it.
+    ``mcp_servers`` are remote MCP servers the provider connects to itself, each
+    ``{"name", "url"}`` with optional ``authorization_token`` and ``allowed_tools``:
+    Anthropic's MCP connector, OpenAI Responses' hosted ``mcp`` tool; Chat Completions and
+    Gemini refuse them.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA

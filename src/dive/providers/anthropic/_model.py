@@ -35,6 +35,7 @@ from dive.llm import (
 )
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._credentials import LazyClient, resolve
+from dive.providers._mcp import remote_servers
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._errors import translate
 from dive.providers.anthropic._request import WarnOnce, build_request, check_settings
@@ -138,8 +139,10 @@ class AnthropicModel:
         client = self._client
         label = self._label
 
+        api = _messages_api(client, kwargs)
+
         async def open_stream() -> Any:
-            return await client.messages.create(**kwargs, stream=True)
+            return await api.create(**kwargs, stream=True)
 
         model = self
 
@@ -171,10 +174,10 @@ class AnthropicModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._kwargs(request)
-        client = self._client
+        api = _messages_api(self._client, kwargs)
 
         async def create() -> Any:
-            return await client.messages.create(**kwargs)
+            return await api.create(**kwargs)
 
         raw = await generate_with_retry(create, self._translate, self.retry)
         response = map_response(to_dict(raw), self._label, self._model)
@@ -184,8 +187,9 @@ class AnthropicModel:
         return replace(response, usage=response.usage.with_cost(cost))
 
     def check_settings(self, settings: ModelSettings) -> None:
-        """Refuse settings the Messages API rejects together (thinking + forced tool choice)."""
+        """Refuse what the Messages API rejects: thinking with a forced tool, bad MCP servers."""
         check_settings(settings)
+        remote_servers(settings)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The input tokens ``request`` would use, from ``/v1/messages/count_tokens``.
@@ -199,13 +203,13 @@ class AnthropicModel:
             UnsupportedSettingError: this client (e.g. a cloud platform's) has no token
                 counting.
         """
-        messages_api = self._client.messages
+        body = build_request(request, self._model, self._label, warn=self._warn)
+        messages_api = _messages_api(self._client, body)
         if not hasattr(messages_api, "count_tokens"):
             raise UnsupportedSettingError(
                 f"{type(self._client).__name__} has no count_tokens; count tokens with a "
                 "first-party anthropic.AsyncAnthropic client instead"
             )
-        body = build_request(request, self._model, self._label, warn=self._warn)
         kwargs = {k: v for k, v in body.items() if k in _COUNT_PARAMS}
 
         async def count() -> Any:
@@ -227,6 +231,7 @@ class AnthropicModel:
 _SDK_PARAMS = frozenset(
     {
         "max_tokens",
+        "mcp_servers",
         "messages",
         "model",
         "metadata",
@@ -244,6 +249,7 @@ _SDK_PARAMS = frozenset(
 
 _COUNT_PARAMS = frozenset(
     {
+        "mcp_servers",
         "messages",
         "model",
         "output_config",
@@ -266,6 +272,11 @@ def sdk_kwargs(body: dict[str, Any]) -> dict[str, Any]:
     if extra:
         kwargs["extra_body"] = extra
     return kwargs
+
+
+def _messages_api(client: Any, body: dict[str, Any]) -> Any:
+    """``client.beta.messages`` when the body has MCP servers (a beta parameter), else not."""
+    return client.beta.messages if "mcp_servers" in body else client.messages
 
 
 def _first_party(api_key: str | None, base_url: str | None, timeout: float | None) -> Any:

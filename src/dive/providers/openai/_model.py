@@ -16,11 +16,27 @@ from typing import Any
 import openai
 
 from dive.errors import ProviderError, UserError
-from dive.llm import MessageDelta, ModelRequest, ModelResponse, PricingInfo, StreamEvent, cost_of
+from dive.llm import (
+    MessageDelta,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    PricingInfo,
+    StreamEvent,
+    cost_of,
+)
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._credentials import LazyClient, resolve
+from dive.providers._mcp import remote_servers
 from dive.providers._retry import RetryPolicy
-from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response, sse_data
+from dive.providers.openai._chat import (
+    DONE,
+    ChatMapper,
+    chat_request,
+    chat_response,
+    check_chat_settings,
+    sse_data,
+)
 from dive.providers.openai._errors import translate
 from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
 from dive.providers.openai._usage import as_json
@@ -152,9 +168,16 @@ class _OpenAIBase:
 
 
 class OpenAIResponsesModel(_OpenAIBase):
-    """An OpenAI model through the Responses API (reasoning items replayed verbatim)."""
+    """An OpenAI model through the Responses API (reasoning items replayed verbatim).
+
+    ``ModelSettings(mcp_servers=...)`` become hosted ``mcp`` tools.
+    """
 
     api = "responses"
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse malformed ``mcp_servers`` (``UserError``) before any request."""
+        remote_servers(settings)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = responses_request(request, self._model)
@@ -216,6 +239,10 @@ class OpenAIChatModel(_OpenAIBase):
     """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``)."""
 
     api = "chat_completions"
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse what Chat Completions cannot do (``mcp_servers``) before any request."""
+        check_chat_settings(settings)
 
     def __init__(self, model: str, *, system_role: str = "system", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)

@@ -12,7 +12,9 @@ One ``POST /v1/messages`` goes through these steps (``_messages``):
    is committed, and the message is written as JSON or as an SSE stream (cut, errored or
    malformed as scripted).
 
-``POST /v1/messages/count_tokens`` runs steps 2 and 3's token count only. Every response
+Step 2 includes the MCP connector's shape (``_mcp``: ``mcp_servers`` and ``mcp_toolset``
+tools, with their beta flag). ``POST /v1/messages/count_tokens`` runs steps 2 and 3's token
+count only. Every response
 carries ``request-id``; every request is recorded in ``requests``.
 """
 
@@ -36,6 +38,7 @@ from dive.testing.anthropic._cache import (
 )
 from dive.testing.anthropic._errors import APIErrorAnswer, default_message
 from dive.testing.anthropic._http import Outcome, SimHTTPServer
+from dive.testing.anthropic._mcp import check_mcp
 from dive.testing.anthropic._models import min_cacheable_tokens
 from dive.testing.anthropic._outcomes import (
     StreamFault,
@@ -228,6 +231,7 @@ class AnthropicSimulator(SimulatorBase):
         self, body: object, betas: frozenset[str], *, count_only: bool
     ) -> tuple[ParsedRequest, CachePlan]:
         request = parse_request(body, count_only=count_only, betas=betas)
+        check_mcp(request.body, betas)
         validate(
             request,
             issued_thinking=self._issuer.issued_thinking,
