@@ -565,7 +565,9 @@ EXPORTS: dict[str, list[str]] = {
     ],
     "dive.providers": ["COMPATIBLE", "PROVIDERS", "RetryPolicy", "model", "provider_of"],
     "dive.providers.anthropic": [
+        "AnthropicBedrockModel",
         "AnthropicModel",
+        "AnthropicVertexModel",
         "Capabilities",
         "ComputerUse",
         "build_request",

@@ -1,6 +1,7 @@
 """The model registry: ``dive.model("provider:model")``.
 
-An explicit prefix wins; a bare name is matched by ordered prefixes (``claude-`` → anthropic;
+An explicit prefix wins (``anthropic-vertex:`` and ``anthropic-bedrock:`` reach Claude on
+Vertex AI and Bedrock); a bare name is matched by ordered prefixes (``claude-`` → anthropic;
 ``gpt-``, ``o3``, ``o4``, ``codex`` → openai; ``gemini-`` → google; Mistral's families →
 mistral; any other name with ``/`` → openrouter). A ``vendor/model`` name whose vendor dive
 serves directly (``anthropic/claude-…``) is ambiguous and raises ``UserError`` naming both
@@ -47,7 +48,15 @@ COMPATIBLE: dict[str, Compatible] = {
     "deepinfra": Compatible("https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY"),
 }
 
-PROVIDERS = ("anthropic", "openai", "openai-chat", "google", *COMPATIBLE)
+PROVIDERS = (
+    "anthropic",
+    "anthropic-vertex",
+    "anthropic-bedrock",
+    "openai",
+    "openai-chat",
+    "google",
+    *COMPATIBLE,
+)
 
 _EXTRA = {"anthropic": ("anthropic", "anthropic"), "google": ("google.genai", "google")}
 
@@ -128,6 +137,12 @@ def model(spec: str, **options: Any) -> Model:
         from dive.providers.anthropic import AnthropicModel
 
         return AnthropicModel(name, **options)
+    if provider in ("anthropic-vertex", "anthropic-bedrock"):
+        _require("anthropic", provider.removeprefix("anthropic-"))
+        from dive.providers.anthropic import AnthropicBedrockModel, AnthropicVertexModel
+
+        platform = AnthropicVertexModel if provider == "anthropic-vertex" else AnthropicBedrockModel
+        return platform(name, **options)
     if provider == "google":
         _require("google.genai", "google")
         from dive.providers.google import GeminiModel

@@ -1,6 +1,8 @@
 """What each Claude model family accepts: one table, not scattered checks.
 
-Unknown model names work with conservative capabilities (no adaptive-only assumptions, no
+Bedrock ids (``anthropic.claude-…``, ``us.anthropic.claude-…``) and Vertex ids
+(``claude-…@date``) are looked up by their Claude name. Unknown model names work with
+conservative capabilities (no adaptive-only assumptions, no
 effort, budgets allowed) and a warning.
 """
 
@@ -65,12 +67,13 @@ _TABLE: tuple[tuple[str, Capabilities], ...] = (
 )
 
 _UNKNOWN = Capabilities(family="unknown", known=False)
+_PLATFORM_PREFIX = re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\.")  # Bedrock: [us.]anthropic.claude-…
 
 
 @cache
 def capabilities_for(model: str) -> Capabilities:
     """The capabilities of ``model``; unknown names get conservative ones and a warning."""
-    name = model.lower()
+    name = _PLATFORM_PREFIX.sub("", model.lower())
     for pattern, caps in _TABLE:
         if re.match(pattern, name):
             return caps

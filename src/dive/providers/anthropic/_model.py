@@ -11,7 +11,7 @@ are accepted.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -95,12 +95,26 @@ class AnthropicModel:
         def build() -> Any:
             return _first_party(api_key, base_url, timeout)
 
+        self._setup(model, build, client, "anthropic", retry, streaming, pricing)
+
+    def _setup(
+        self,
+        model: str,
+        build: Callable[[], Any],
+        client: Any,
+        label: str,
+        retry: RetryPolicy | None,
+        streaming: bool,
+        pricing: PricingInfo | None,
+    ) -> None:
+        """What every Anthropic model keeps: the lazily built client and the call options."""
         if client is not None:
             client = client.with_options(max_retries=0)
             register_secret(getattr(client, "api_key", None))
+            label = _label_of(client)
         self._clients = LazyClient(build, client)
         self._model = model
-        self._label = _label_of(client)
+        self._label = label
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
@@ -203,6 +217,11 @@ class AnthropicModel:
             UnsupportedSettingError: this client (e.g. a cloud platform's) has no token
                 counting.
         """
+        if self._label == "aws.bedrock":
+            raise UnsupportedSettingError(
+                "Claude on Bedrock has no token counting; count tokens with a first-party "
+                "anthropic.AsyncAnthropic client (or Vertex AI) instead"
+            )
         body = build_request(request, self._model, self._label, warn=self._warn)
         messages_api = _messages_api(self._client, body)
         if not hasattr(messages_api, "count_tokens"):
@@ -225,7 +244,7 @@ class AnthropicModel:
             await client.close()
 
     def __repr__(self) -> str:
-        return f"AnthropicModel({self._model!r})"
+        return f"{type(self).__name__}({self._model!r})"
 
 
 _SDK_PARAMS = frozenset(
