@@ -5,7 +5,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install lint typecheck test bench demo services-up services-down clean
+.PHONY: install lint typecheck test package bench demo services-up services-down clean
 
 .venv/.installed: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -22,13 +22,21 @@ lint: install
 typecheck: install
 	$(RUN) pyright
 
-# Installs bubblewrap (the Bash sandbox) and PostgreSQL from Debian packages if needed, starts
-# PostgreSQL on 127.0.0.1, runs the whole suite, and stops it again whatever the outcome.
+# Installs bubblewrap (the Bash sandbox), Chromium (the viewer's browser tests) and PostgreSQL
+# from Debian packages if needed, starts PostgreSQL on 127.0.0.1, runs the whole suite, and stops
+# it again whatever the outcome.
 test: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \
 	export $$env_lines; \
 	$(RUN) pytest $(PYTEST_ARGS)
+
+# The wheel and the sdist in dist/, checked as PyPI would render them. The clean-install test
+# (tests/test_clean_install.py, part of `make test`) installs a fresh build into new venvs.
+package: install
+	rm -rf dist
+	$(UV) build --offline --quiet
+	$(RUN) twine check --strict dist/*
 
 services-up:
 	scripts/services.sh up

@@ -97,7 +97,10 @@ class Agent(Generic[OutputT, DepsT]):
         extensions: bundles of tools, hooks and rules, merged at construction.
         hooks: hook lists by point (see ``HOOK_POLICIES`` for what each may change).
         tracer: receives spans; observes, never modifies.
-        name, description, version, id: the agent's identity (in traces and hook contexts).
+        name: the agent's name (in traces, hook contexts and ``ctx.agent_name``).
+        description: what the agent does (in traces).
+        version: the agent's version (in traces).
+        id: the agent's id (in traces), if any.
         model_settings: default settings of every model call (a run's are merged over them).
         limits: per-turn limits (model calls, tool calls, pauses, response timeout).
         usage_limits: a turn's budget of requests, tool calls (total and per tool), tokens
@@ -258,6 +261,10 @@ class Agent(Generic[OutputT, DepsT]):
 
         ``rendered_instructions`` is the text of dynamic instructions for one model call;
         without it, only the static instructions are included.
+
+        Args:
+            rendered_instructions: the text of dynamic instructions for one model call; None
+                includes only the static instructions.
         """
         text = rendered_instructions
         if text is None:
@@ -269,7 +276,12 @@ class Agent(Generic[OutputT, DepsT]):
         return "\n\n".join(parts)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
-        """Decorator: register an output validator (see ``output_validators``)."""
+        """Decorator: register an output validator (see ``output_validators``).
+
+        Args:
+            fn: ``fn(output)`` or ``fn(ctx, output)``, sync or async; returns the output (maybe
+                changed) or raises ``ModelRetry``.
+        """
         self.output.add_validator(fn)
         return fn
 
@@ -502,6 +514,29 @@ class Agent(Generic[OutputT, DepsT]):
         """The blocking form of ``run`` (not from inside a running event loop).
 
         Takes exactly ``run``'s arguments; ``on_text=print`` shows the answer as it arrives.
+
+        Args:
+            input: the user's message: text, a ``Message``, messages or content blocks.
+            history: the pre-turn history of a stateless run (``result.all_messages()``).
+            session: the session (the agent's by default; ``None`` forces stateless).
+            turn_id: the new turn's id (generated when omitted).
+            expected_revision: refuse to start unless the session is at this revision.
+            continue_turn: call the model on the history as it stands.
+            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
+            suspension: the ``SuspensionState`` of a stateless resume.
+            background_results: late results of calls whose turn ended.
+            reminders: ``<system-reminder>`` notes for the model.
+            on_event: called with every event (sync or async).
+            on_text: called with the answer's text as it arrives (each streamed delta, or
+                each message's text when the model does not stream).
+            cancel: a ``CancelToken`` for soft and hard cancellation.
+            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
+                output validators; required when the agent has a ``deps_type``.
+            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
+            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
+            model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
         """
         try:
             asyncio.get_running_loop()
@@ -558,6 +593,26 @@ class Agent(Generic[OutputT, DepsT]):
         Also ``async with agent.stream(...) as s:`` with ``s.text_deltas()``, ``s.text()``,
         ``s.partial_output()`` and ``s.result``; takes ``run``'s arguments except the
         handlers (the stream is the handler).
+
+        Args:
+            input: the user's message: text, a ``Message``, messages or content blocks.
+            history: the pre-turn history of a stateless run (``result.all_messages()``).
+            session: the session (the agent's by default; ``None`` forces stateless).
+            turn_id: the new turn's id (generated when omitted).
+            expected_revision: refuse to start unless the session is at this revision.
+            continue_turn: call the model on the history as it stands.
+            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
+            suspension: the ``SuspensionState`` of a stateless resume.
+            background_results: late results of calls whose turn ended.
+            reminders: ``<system-reminder>`` notes for the model.
+            cancel: a ``CancelToken`` for soft and hard cancellation.
+            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
+                output validators; required when the agent has a ``deps_type``.
+            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
+            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
+            model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
         """
 
         def start(handler: EventHandler) -> Awaitable[RunResult[Any]]:

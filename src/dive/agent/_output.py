@@ -61,6 +61,9 @@ class ModelRetry(DiveError):
     The message is sent to the model. From an output validator, the attempt counts against
     ``output_retries``; from a tool, it is the call's result (not a failure, nothing logged
     above debug), and ``Limits.max_tool_retries`` bounds how often in a row one tool may ask.
+
+    Args:
+        message: what to tell the model.
     """
 
     def __init__(self, message: str) -> None:

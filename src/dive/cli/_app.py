@@ -208,13 +208,27 @@ def serve(
     agent: Annotated[
         str | None, typer.Option("--agent", help="module:factory building the agent.")
     ] = None,
+    spans: Annotated[
+        Path | None, typer.Option("--spans", help="Exported OpenTelemetry spans (JSON file).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="provider:model pricing ideal caching.")
+    ] = None,
 ) -> None:
     """The web viewer over the sessions store (needs the viewer extra)."""
     from dive.cli._serve import serve_viewer
 
     if db is not None and dsn is not None:
         raise CliError("use --db or --dsn, not both", EXIT_USAGE)
-    serve_viewer(db=_db(db) if dsn is None else None, dsn=dsn, host=host, port=port, agent=agent)
+    serve_viewer(
+        db=_db(db) if dsn is None else None,
+        dsn=dsn,
+        host=host,
+        port=port,
+        agent=agent,
+        spans=spans,
+        model=model,
+    )
 
 
 def _db(db: Path | None) -> Path:
@@ -234,7 +248,11 @@ def _one_line_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the ``dive`` command (the console script and ``python -m dive``)."""
+    """Run the ``dive`` command (the console script and ``python -m dive``).
+
+    Args:
+        argv: the arguments after ``dive``; None: ``sys.argv[1:]``.
+    """
     warnings.showwarning = _one_line_warning
     try:
         app(args=list(argv) if argv is not None else None, prog_name="dive")

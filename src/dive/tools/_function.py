@@ -50,23 +50,43 @@ class NoTitlesSchema(GenerateJsonSchema):
     """pydantic's JSON schema without the auto-generated titles (tool and output schemas)."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
+        """Never: dive's schemas carry no auto-generated titles.
+
+        Args:
+            schema: the pydantic core schema of a field.
+        """
         return False
 
     def generate(self, schema: Any, mode: Any = "validation") -> JsonSchemaValue:
+        """The schema pydantic generates, without its top-level title.
+
+        Args:
+            schema: the pydantic core schema.
+            mode: ``validation`` or ``serialization``.
+        """
         out = super().generate(schema, mode=mode)
         out.pop("title", None)
         return out
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema pydantic generates for ``model``, without auto titles."""
+    """The JSON schema pydantic generates for ``model``, without auto titles.
+
+    Args:
+        model: the pydantic model.
+    """
     schema = model.model_json_schema(schema_generator=NoTitlesSchema)
     schema.setdefault("properties", {})
     return schema
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
-    """A readable summary of argument errors for the model."""
+    """A readable summary of argument errors for the model.
+
+    Args:
+        tool_name: the tool whose arguments failed.
+        exc: pydantic's error.
+    """
     parts: list[str] = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in err["loc"]) or "input"
@@ -81,7 +101,15 @@ def build_definition(
     annotations: ToolAnnotations,
     governance: Mapping[str, Any],
 ) -> ToolDefinition:
-    """A ``ToolDefinition`` whose unset governance fields are filled from the annotations."""
+    """A ``ToolDefinition`` whose unset governance fields are filled from the annotations.
+
+    Args:
+        name: the tool's name.
+        description: what it does, for the model.
+        schema: the JSON schema of its arguments.
+        annotations: its behaviour hints.
+        governance: the governance fields given explicitly (they win over the hints).
+    """
     fields = dict(governance)
     # a governance keyword and the annotation may both say it: either one turns it on
     sequential_only = bool(fields.pop("sequential_only", False)) or annotations.sequential_only

@@ -120,6 +120,11 @@ def check_chat_settings(s: ModelSettings) -> None:
 def chat_request(request: ModelRequest, model: str, *, system_role: str = "system") -> Json:
     """Keyword arguments for ``client.chat.completions.create`` (without ``stream``).
 
+    Args:
+        request: the provider-neutral request.
+        model: the model id.
+        system_role: the role the system prompt is sent with (``system`` or ``developer``).
+
     Raises:
         UnsupportedSettingError: a setting Chat Completions cannot honour (``mcp_servers``).
     """

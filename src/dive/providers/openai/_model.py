@@ -60,17 +60,19 @@ class _OpenAIBase:
     by argument or variable needs no key.
 
     Args:
-        model: the model id.
-        client: a ready ``openai.AsyncOpenAI`` client; its own retries are turned off.
-        api_key: the API key (default: ``key_env`` at the first request).
-        base_url: the server (default: ``<PROVIDER>_BASE_URL``, then ``default_base_url``,
-            then OpenAI's API).
-        provider: the provider label carried by errors, usage and pricing.
-        key_env: the variable holding the key.
-        retry: the retry policy (default ``RetryPolicy()``).
-        streaming: stream responses, or ask for whole ones.
+        model: the model id (``gpt-5``, ``gpt-4.1``, or a compatible server's name).
+        client: a ready ``openai.AsyncOpenAI`` (then ``api_key``, ``base_url`` and ``timeout``
+            are not used); its own retries are turned off.
+        api_key: the API key (default: the ``key_env`` variable, at the first request).
+        base_url: another endpoint (a compatible server, a proxy, a local simulator; default:
+            ``<PROVIDER>_BASE_URL``, then ``default_base_url``, then OpenAI's API).
+        provider: the provider label (``openai``, ``ollama``, ``groq``, ...), in usage, traces
+            and errors.
+        key_env: the environment variable that holds the key (``OPENAI_API_KEY``).
+        retry: the retry policy (default ``RetryPolicy()``); the SDK's own retries are off.
+        streaming: stream responses or not.
         pricing: prices that replace the ``genai-prices`` ones.
-        timeout: the SDK's request timeout in seconds.
+        timeout: seconds for one request (the SDK's default when None).
         default_base_url: where a preset's server is when no base URL is set (unlike
             ``base_url``, it does not make the key optional).
         key_required: False for servers that never need a key (Ollama, vLLM, llama.cpp).
@@ -236,7 +238,15 @@ class _ChatEvents:
 
 
 class OpenAIChatModel(_OpenAIBase):
-    """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``)."""
+    """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``).
+
+    Args:
+        model: the model id.
+        system_role: the role the system prompt is sent with: ``system``, or ``developer`` for
+            servers that want it.
+        kwargs: the other arguments of the OpenAI models (``client``, ``api_key``, ``base_url``,
+            ``provider``, ``key_env``, ``retry``, ``streaming``, ``pricing``, ``timeout``).
+    """
 
     api = "chat_completions"
 

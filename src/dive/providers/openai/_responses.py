@@ -135,7 +135,12 @@ def _mcp_tool(server: RemoteServer) -> Json:
 
 
 def responses_request(request: ModelRequest, model: str) -> Json:
-    """Keyword arguments for ``client.responses.create`` (without ``stream``)."""
+    """Keyword arguments for ``client.responses.create`` (without ``stream``).
+
+    Args:
+        request: the provider-neutral request.
+        model: the model id.
+    """
     s = request.settings
     kwargs: Json = {
         "model": model,
