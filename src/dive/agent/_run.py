@@ -3,7 +3,8 @@
 The driver's steps take a ``Run`` and return an ``Ending`` or nothing. The turn's state is
 changed only through ``run.state``'s methods (``dive.turns.TurnState``) and call states only
 through its ledger; this object owns just the per-invocation pieces that are not turn state:
-the resolved tools and the handles of calls handed to the background.
+the resolved tools, the handles of calls handed to the background, and how many times in a
+row each tool asked the model to retry (``ModelRetry``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ __all__ = ["Run"]
 class Run:
     """State of one invocation of the loop; see the module docstring."""
 
-    __slots__ = ("_background", "_tools", "config", "events", "runner", "setup", "state")
+    __slots__ = (
+        "_background",
+        "_tools",
+        "config",
+        "events",
+        "model_retries",
+        "runner",
+        "setup",
+        "state",
+    )
 
     def __init__(self, setup: TurnSetup, state: TurnState, events: EventSink) -> None:
         self.setup: Final = setup
@@ -36,6 +46,7 @@ class Run:
         self.runner: Final[Runner] = setup.runner
         self._tools = setup.config.static
         self._background: list[BackgroundTaskHandle] = []
+        self.model_retries: dict[str, int] = {}  # tool name -> ModelRetry raised in a row
 
     @property
     def tools(self) -> ToolIndex:

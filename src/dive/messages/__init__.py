@@ -5,7 +5,7 @@ discriminated by ``type`` that round-trip exactly through JSON. This package imp
 provider SDK; providers convert at their boundary.
 """
 
-from dive.errors import IncompleteToolTurnError, MessageValidationError
+from dive.errors import IncompleteToolTurnError, MessageFieldError, MessageValidationError
 from dive.messages._backstop import UNKNOWN_RESULT_TEXT, answer_dangling_calls
 from dive.messages._blocks import (
     BLOCK_CLASSES,
@@ -65,6 +65,7 @@ __all__ = [
     "IncompleteToolTurnError",
     "JSONValue",
     "Message",
+    "MessageFieldError",
     "MessageKind",
     "MessageValidationError",
     "ProviderState",
