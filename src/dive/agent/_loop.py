@@ -207,7 +207,7 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     """Resolve tools, apply the final-answer rule and ``pre_iteration``; build the request."""
     state = run.state
     limits = run.config.limits
-    defs = (await resolve_tools(run)).definitions
+    defs = (await resolve_tools(run) if run.config.toolsets else run.tools).definitions
     settings = run.setup.settings
     spec = run.config.output
     if spec.mode == "native" and spec.schema is not None:
@@ -222,7 +222,8 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
         settings = settings.merge(_NONE)
     if run.config.hooks.pre_iteration:
         settings = await _pre_iteration(run, settings)
-    run.check_soft_cancel()
+    if run.cancel is not None:
+        run.check_soft_cancel()
     return ModelRequest(
         system=state.system_prompt,
         messages=tuple(state.working),
@@ -316,9 +317,10 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
     cap = limits.max_tool_calls_per_turn
     if cap is not None and state.calls.executed + len(calls) > cap:
         return _incomplete("iteration_limit", calls)
-    budget = _budget_for_calls(run, calls)
-    if budget is not None:
-        return budget
+    if run.budgeted:
+        budget = _budget_for_calls(run, calls)
+        if budget is not None:
+            return budget
     if run.setup.durable:
         await checkpoint_step(run, "running the response's tool calls")
     await run_batch(run, calls)
@@ -371,15 +373,18 @@ async def run_loop(run: Run) -> Ending:
             return ended
     elif run.setup.durable:
         await checkpoint_step(run, "the first model call")
+    budgeted = run.budgeted
     while True:
         state.flush_reminders()
-        run.check_soft_cancel()
+        if run.cancel is not None:
+            run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
-        for budget, used, _ in _budgets(run):
-            if why := exceeded_before_call(budget, used):
-                return _incomplete("usage_limit", error_text=why)
+        if budgeted:
+            for budget, used, _ in _budgets(run):
+                if why := exceeded_before_call(budget, used):
+                    return _incomplete("usage_limit", error_text=why)
         request = await _request(run, last_allowed)
-        if why := await _precount(run, request):
+        if budgeted and (why := await _precount(run, request)):
             return _incomplete("usage_limit", error_text=why)
         response, calls = await _respond(run, request)
         if response.stop_kind == "pause" and not calls:

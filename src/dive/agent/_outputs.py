@@ -57,7 +57,7 @@ def _finite(value: Any) -> Any:
 
 def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> ToolResult:
     """Convert a tool output; an unconvertible value becomes an error result."""
-    output = cast(object, result)
+    output: Any = result
     if isinstance(output, int | float) and not isinstance(output, bool):
         output = _finite(output)
         text = repr(output) if isinstance(output, int) else json.dumps(output)

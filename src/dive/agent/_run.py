@@ -26,7 +26,19 @@ __all__ = ["Run"]
 class Run:
     """State of one invocation of the loop; see the module docstring."""
 
-    __slots__ = ("_background", "_tools", "config", "events", "runner", "setup", "state")
+    __slots__ = (
+        "_background",
+        "_ref",
+        "budgeted",
+        "cancel",
+        "config",
+        "events",
+        "runner",
+        "session_id",
+        "setup",
+        "state",
+        "tools",
+    )
 
     def __init__(self, setup: TurnSetup, state: TurnState, events: EventSink) -> None:
         self.setup: Final = setup
@@ -34,17 +46,22 @@ class Run:
         self.state: Final = state
         self.events: Final = events
         self.runner: Final[Runner] = setup.runner
-        self._tools = setup.config.static
+        self.cancel: Final = setup.cancel
+        """The cancel token, if any (``check_soft_cancel`` only matters when there is one)."""
+        self.session_id: Final = setup.session_id
+        config = setup.config
+        self.budgeted: Final = (
+            config.usage_limits is not None or config.session_usage_limits is not None
+        )
+        """A turn or session usage budget applies (otherwise no budget check runs)."""
+        self.tools: ToolIndex = setup.config.static
+        """The tools of the current model call (``use_tools`` changes them)."""
         self._background: list[BackgroundTaskHandle] = []
-
-    @property
-    def tools(self) -> ToolIndex:
-        """The tools of the current model call."""
-        return self._tools
+        self._ref: StepRef | None = None
 
     def use_tools(self, tools: ToolIndex) -> None:
         """Tools resolved for the next model call."""
-        self._tools = tools
+        self.tools = tools
 
     @property
     def background_tasks(self) -> tuple[BackgroundTaskHandle, ...]:
@@ -58,12 +75,13 @@ class Run:
     def ref(self) -> StepRef:
         """Where the next effect happens, by reference (session, turn, revision, step)."""
         state = self.state
-        return StepRef(
-            session_id=self.setup.session_id,
-            turn_id=state.turn_id,
-            revision=state.revision,
-            step=state.iterations,
-        )
+        ref = self._ref
+        revision, step = state.position
+        if ref is None or ref.revision != revision or ref.step != step:
+            ref = self._ref = StepRef(
+                session_id=self.session_id, turn_id=state.turn_id, revision=revision, step=step
+            )
+        return ref
 
     def run_context(self) -> RunContext[Any]:
         """The context instructions functions and output validators see."""
@@ -73,7 +91,7 @@ class Run:
             deps=setup.deps,
             values=setup.values,
             turn_id=state.turn_id,
-            session_id=setup.session_id,
+            session_id=self.session_id,
             agent_name=self.config.name,
             iteration=state.iterations,
             messages=tuple(state.working),
@@ -81,15 +99,18 @@ class Run:
         )
 
     def check_soft_cancel(self) -> None:
-        """Stop at this step boundary if a stop was requested."""
-        c = self.setup.cancel
+        """Stop at this step boundary if a stop was requested.
+
+        Callers skip it when ``cancel`` is None (nothing can request a stop).
+        """
+        c = self.cancel
         if c is not None and c.soft_cancel_requested:
             raise SoftCanceled(c.reason or "soft-canceled by the user")
 
     @property
     def stop_requested(self) -> bool:
         """True once any stop (soft or hard) was requested."""
-        c = self.setup.cancel
+        c = self.cancel
         return c is not None and c.soft_cancel_requested
 
     def hook_context(

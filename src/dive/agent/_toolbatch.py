@@ -74,12 +74,6 @@ def _halts(run: Run, tool: Tool) -> bool:
     )
 
 
-def _group(run: Run) -> OpenGroup:
-    group = run.state.group
-    assert group is not None, "no tool group is open"
-    return group
-
-
 def _record(
     run: Run, call: ToolCall, result: ToolResult, how: Transition, error: str | None = None
 ) -> None:
@@ -145,7 +139,8 @@ async def _prepare(run: Run, call: ToolCall) -> Prepared | None:
         text += " Call one of the tools declared for this turn."
         await _reject(run, call, text, error=f"UnknownToolError: {call.name}")
         return None
-    if _group(run).halted and _halts(run, tool):
+    group = run.state.group
+    if group is not None and group.halted and _halts(run, tool):
         await _reject(run, call, HALTED_TEXT, error="BatchHaltedError")
         return None
     preview = _preview(tool, call)
@@ -381,11 +376,13 @@ async def _sequential(run: Run, calls: Sequence[ToolCall]) -> None:
     for call in calls:
         if ledger.waiting:
             return  # a suspension ends the batch: later calls run on resume
-        run.check_soft_cancel()
+        if run.cancel is not None:
+            run.check_soft_cancel()
         prepared = await _prepare(run, call)
         if prepared is None:
             continue
-        run.check_soft_cancel()
+        if run.cancel is not None:
+            run.check_soft_cancel()
         await _launch(run, [call], f"starting tool call {call.id}")
         await _execute(run, prepared)
 
@@ -403,11 +400,13 @@ async def _parallel(run: Run, calls: Sequence[ToolCall]) -> None:
 async def _pool(run: Run, calls: Sequence[ToolCall]) -> None:
     prepared: list[Prepared] = []
     for call in calls:
-        run.check_soft_cancel()
+        if run.cancel is not None:
+            run.check_soft_cancel()
         p = await _prepare(run, call)
         if p is not None:
             prepared.append(p)
-    run.check_soft_cancel()
+    if run.cancel is not None:
+        run.check_soft_cancel()
     if prepared:
         await _launch(run, [p.call for p in prepared], "launching parallel tool calls")
     limit = asyncio.Semaphore(max(1, run.config.max_tool_concurrency))
@@ -442,7 +441,8 @@ def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
     and their tasks are cancelled (not awaited).
     """
     ledger = run.state.calls
-    group = _group(run)
+    group = run.state.group
+    assert group is not None, "no tool group is open"
     for task, p in tasks.items():
         call = p.call
         if task.done():
@@ -481,7 +481,8 @@ async def run_batch(run: Run, calls: Sequence[ToolCall]) -> None:
 async def run_calls(run: Run, calls: Sequence[ToolCall]) -> None:
     """Run ``calls`` (some of the open group), sequentially or in parallel as allowed."""
     tools = run.tools.by_name
-    group = _group(run)
+    group = run.state.group
+    assert group is not None, "no tool group is open"
     sequential = (
         not run.config.parallel_tool_execution
         or len(calls) < 2
@@ -518,7 +519,8 @@ async def run_approved(
     if err is not None:
         await _reject(run, call, err, error="invalid input", announce=False, failure_hooks_for=tool)
         return
-    run.check_soft_cancel()
+    if run.cancel is not None:
+        run.check_soft_cancel()
     await _launch(run, [call], f"starting tool call {call.id}")
     await _execute(run, Prepared(call=call, tool=tool, input=value, preview=None))
 
@@ -542,7 +544,8 @@ async def run_answered(
     if tool is None or err is not None:
         await _finish(run, call, error_result(call, err or ""), "supply", error=err)
         return
-    run.check_soft_cancel()
+    if run.cancel is not None:
+        run.check_soft_cancel()
     state.calls.recall(call.id)
     if run.setup.durable:
         await checkpoint_step(run, f"calling tool call {call.id} again with its answer")

@@ -209,7 +209,8 @@ class CallLedger:
 
     def state(self, call_id: str) -> CallState:
         """The recorded state of ``call_id``."""
-        return PHASE_STATE[self._entry(call_id).phase]
+        entry = self._entries.get(call_id)
+        return PHASE_STATE[(entry or self._entry(call_id)).phase]
 
     def pending(self, call_id: str) -> PendingToolCall | None:
         """The pending call of a held or suspended call."""
@@ -240,7 +241,7 @@ class CallLedger:
 
     def apply(self, call_id: str, transition: Transition, *, error: str | None = None) -> Phase:
         """Apply ``transition`` to ``call_id``; raises ``LedgerError`` if the table forbids it."""
-        entry = self._entry(call_id)
+        entry = self._entries.get(call_id) or self._entry(call_id)
         to = TRANSITIONS[transition].get(entry.phase)
         if to is None:
             raise LedgerError(

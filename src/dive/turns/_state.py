@@ -357,6 +357,11 @@ class TurnState:
         """Model calls counted against ``max_model_calls_per_turn`` (since a fresh budget)."""
         return self._model_calls - self._budget_start
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(revision, iterations)``: where the turn stands, in one read."""
+        return self._revision, self._iterations
+
     def count_iteration(self) -> None:
         """A model call was made."""
         self._iterations += 1
