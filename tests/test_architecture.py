@@ -354,3 +354,37 @@ def test_no_module_imports_another_packages_private_module() -> None:
 
 def _module_names() -> set[str]:
     return {m for m, _ in _modules()}
+
+
+def _receiver(node: ast.expr) -> str:
+    """The last name of a call's receiver: ``run.state.settle`` -> ``state``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _method_calls(names: set[str], receiver: str | None = None) -> list[tuple[str, str]]:
+    """``(module, method)`` for every call of a method named in ``names`` (on ``receiver``)."""
+    found: list[tuple[str, str]] = []
+    for module, path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in names
+                and (receiver is None or _receiver(node.func.value) == receiver)
+            ):
+                found.append((module, node.func.attr))
+    return found
+
+
+def test_a_calls_answer_has_one_author() -> None:
+    """A call's result and its state are written together, by one function.
+
+    ``TurnState.settle`` is the only writer of a group's results (and of the halting and
+    terminal marks), and only ``dive.agent._settle`` calls it, where the batch rules live.
+    """
+    writers = {m for m, _ in _method_calls({"add_result", "halt", "end_with"})}
+    assert writers <= {"dive.turns._state"}, writers
+    settlers = {m for m, _ in _method_calls({"settle"}, receiver="state")}
+    assert settlers == {"dive.agent._settle"}, settlers

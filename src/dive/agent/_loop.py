@@ -18,15 +18,14 @@ anything runs, so the record, the events and later requests all carry the new id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
 from dive.agent._hooks import StopDecision, run_hooks
 from dive.agent._modelcall import call_model
-from dive.agent._result import answer_text
+from dive.agent._output_check import COMPLETED, Retry, accept, check_submissions, text_output
 from dive.agent._resume import resume_group
 from dive.agent._run import Run
 from dive.agent._runner import ModelCall
@@ -39,9 +38,9 @@ from dive.agent._usage_limits import (
     exceeded_by_calls,
     exceeded_by_request,
 )
-from dive.errors import DiveError, OutputValidationError
+from dive.errors import DiveError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, TokenCounter, ToolChoice, Usage
-from dive.messages import ContentBlock, Message, TextBlock, ToolCall, ToolResult
+from dive.messages import ContentBlock, Message, TextBlock, ToolCall
 from dive.turns import (
     CallLedger,
     Completed,
@@ -57,8 +56,6 @@ __all__ = ["FINAL_ANSWER_TEXT", "run_loop", "unique_call_ids"]
 
 FINAL_ANSWER_TEXT = "Your tool calls are complete. You must respond with a final answer now."
 _NONE = ModelSettings(tool_choice=ToolChoice(type="none"))
-_COMPLETED = Completed()
-_RETRY: Any = Incomplete(reason="error")  # marker: an output was rejected, ask again
 
 
 def _incomplete(
@@ -129,65 +126,18 @@ def _assistant_message(run: Run, response: ModelResponse) -> Message:
     )
 
 
-def _retry_output(run: Run, message: str, what: str, *, told: bool = False) -> Ending | None:
-    """An output attempt failed: tell the model, or give up after ``output_retries``.
-
-    ``told``: the model already saw ``message`` (in a tool result), so no reminder is added.
-    """
-    failures = run.state.count_output_failure()
-    if failures > run.config.output_retries:
-        err = OutputValidationError(
-            f"the output was not accepted after {failures} attempt(s): {what}",
-            errors=(message,),
-        )
-        return Incomplete(reason="error", error=err)
-    if not told:
-        reminder = Reminder(name="output-retry", content=message)
-        run.state.add(reminder_message(reminder, at=run.runner.now()))
-    return None
-
-
-async def _accept(run: Run, value: Any, what: str) -> Ending | None:
-    """Run the output validators on a schema-valid value; accept it or ask again."""
-    value, retry = await run.config.output.check(run.run_context(), value)
-    if retry is not None:
-        return _retry_output(run, retry, what) or _RETRY
-    run.state.set_output(value)
-    return None
-
-
-async def _text_output(run: Run) -> Ending | None:
-    """A final text answer: the output itself, or JSON of it (native and prompted modes)."""
-    spec = run.config.output
-    if spec.tools and not run.state.has_output:
-        names = " or ".join(t.name for t in spec.tools)
-        return _retry_output(
-            run,
-            f"Respond by calling the {names} tool with your final answer; a plain text "
-            "answer is not accepted.",
-            f"the model answered without calling {names}",
-        )
-    if spec.tools:
-        return None
-    value, problem = spec.parse_text(answer_text(run.state.record))
-    if problem is not None:
-        return _retry_output(run, problem, problem)
-    ending = await _accept(run, value, "an output validator asked for a retry")
-    return None if ending is _RETRY else ending
-
-
 async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, bool]:
     """A final answer arrived: the output check, then ``stop`` hooks."""
-    config = run.config
-    before = run.state.output_failures
-    ending = await _text_output(run)
-    if ending is not None or run.state.output_failures > before:
-        return ending, stop_active
-    if not config.hooks.stop:
-        return _COMPLETED, stop_active
+    verdict = await text_output(run)
+    if isinstance(verdict, Retry):
+        return None, stop_active
+    if verdict is not None:
+        return verdict, stop_active
+    if not run.config.hooks.stop:
+        return COMPLETED, stop_active
     decision = await _stop_hooks(run, stop_active)
     if decision is None:
-        return _COMPLETED, stop_active
+        return COMPLETED, stop_active
     state = run.state
     state.add(
         reminder_message(
@@ -338,19 +288,17 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
     limits = run.config.limits
     group = state.close_group()
     if run.config.output.tools and group is not None:
-        ending = await _check_output(run, calls, group.results)
-        if ending is _RETRY:
-            return None
-        if ending is not None:
-            return ending
+        verdict = await check_submissions(run, calls, group.results)
+        if verdict is not None:
+            return None if isinstance(verdict, Retry) else verdict
     if group is not None and group.ending:
         result = group.results.get(group.ending[0])
         if run.config.output.text and not state.has_output and result is not None:
             # a terminal call's result is the final output, once the validators accept it
-            ending = await _accept(run, result.text, "an output validator asked for a retry")
-            if ending is not None:
-                return None if ending is _RETRY else ending
-        return _COMPLETED
+            verdict = await accept(run, result.text)
+            if verdict is not None:
+                return None if isinstance(verdict, Retry) else verdict
+        return COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
         final = TextBlock(text=FINAL_ANSWER_TEXT)
         state.add(Message(role="user", content=(final,), created_at=run.runner.now()))
@@ -405,34 +353,3 @@ async def run_loop(run: Run) -> Ending:
             ending = await _tools_step(run, calls, last_allowed)
         if ending is not None:
             return ending
-
-
-async def _check_output(
-    run: Run, calls: Sequence[ToolCall], results: Mapping[str, ToolResult]
-) -> Ending | None:
-    """Accept the first valid submit call (validators included), or count the failures.
-
-    Returns ``_RETRY`` when a submission was rejected and the model is asked again.
-    """
-    spec = run.config.output
-    rejected = False
-    for c in calls:
-        tool = spec.tool_named(c.name)
-        res = results.get(c.id)
-        if tool is None or res is None or run.state.has_output:
-            continue
-        if not res.is_error:
-            value, err = tool.validate(c.arguments)
-            if err is None:
-                ending = await _accept(run, value, "an output validator asked for a retry")
-                if ending is _RETRY:
-                    rejected = True
-                    continue
-                return ending if ending is not None else _COMPLETED
-        ending = _retry_output(
-            run, res.text, f"structured output did not validate: {res.text}", told=True
-        )
-        if ending is not None:
-            return ending
-        rejected = True
-    return _RETRY if rejected and not run.state.has_output else None

@@ -25,7 +25,7 @@ from dive.messages import (
     ToolResult,
 )
 from dive.turns._group import OpenGroup
-from dive.turns._ledger import CallLedger
+from dive.turns._ledger import CallLedger, Transition
 from dive.turns._records import (
     SuspensionState,
     Turn,
@@ -307,25 +307,35 @@ class TurnState:
         """Start running the calls of a response (or resume a suspended group)."""
         self._group = group
 
-    def group_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result in the open group."""
-        assert self._group is not None
-        self._group.add_result(call_id, result)
+    def settle(
+        self,
+        call_id: str,
+        result: ToolResult,
+        how: Transition,
+        *,
+        error: str | None = None,
+        halt: bool = False,
+        end: bool = False,
+    ) -> None:
+        """Answer a call of the open group: its result and its state, written together.
+
+        ``how`` is the ledger transition (``finish``, ``time_out``, ``reject``, ``supply``).
+        ``halt``: a halting call failed, so the group's later halting calls do not run.
+        ``end``: the call's success ends the turn once the group is done.
+        """
+        group = self._group
+        assert group is not None, "no tool group is open"
+        group.add_result(call_id, result)
+        self._ledger.apply(call_id, how, error=error)
+        if halt:
+            group.halt()
+        if end:
+            group.end_with(call_id)
 
     def group_context(self, call_id: str, text: str) -> None:
         """Add hook context for a call (joined to earlier context with a newline)."""
         assert self._group is not None
         self._group.add_context(call_id, text)
-
-    def halt_group(self) -> None:
-        """A halting call failed: later halting calls of the group are not run."""
-        assert self._group is not None
-        self._group.halt()
-
-    def end_with(self, call_id: str) -> None:
-        """A call of the open group succeeded in ending the turn (a terminal result)."""
-        assert self._group is not None
-        self._group.end_with(call_id)
 
     def close_group(self) -> OpenGroup | None:
         """Record the open group's results (call order, context after) and clear it."""
