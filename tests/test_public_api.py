@@ -333,6 +333,7 @@ EXPORTS: dict[str, list[str]] = {
         "HOOK_POLICIES",
         "Hook",
         "HookContext",
+        "HookPoint",
         "HookPolicy",
         "Hooks",
         "InProcessRunner",

@@ -17,7 +17,6 @@ from typing import Any
 
 from dive.agent._approval import DENIED_TEXT, ApprovalDecision, decide
 from dive.agent._events import ToolCallEvent
-from dive.agent._hooks import run_hooks
 from dive.agent._outputs import error_result
 from dive.agent._run import Run
 from dive.agent._settle import answer_call, halts, hold, post_hooks
@@ -153,20 +152,20 @@ def _preview(tool: Tool, call: ToolCall) -> ToolCallPreview | None:
 
 async def _pre_tool_use(run: Run, p: Prepared) -> bool:
     """Run ``pre_tool_use`` hooks; False when the call was denied and answered."""
-    ctx = run.hook_context("pre_tool_use")
-    ctx.tool, ctx.call = p.tool, p.call
-    out = await run_hooks("pre_tool_use", run.config.hooks.pre_tool_use, ctx, run.config.log)
+    out = await run.hook("pre_tool_use", tool=p.tool, call=p.call)
     state = run.state
-    state.queue_reminders(ctx.take_reminders())
-    p.approved = ctx.approved
-    if ctx.additional_context:
-        state.group_context(p.call.id, ctx.additional_context)
+    state.queue_reminders(out.reminders)
+    p.approved = out.changed["approved"]
+    context: str | None = out.changed["additional_context"]
+    if context:
+        state.group_context(p.call.id, context)
     if out.denial is not None:
         text = str(out.denial) or type(out.denial).__name__
         await reject(run, p.call, text, error="denied by pre_tool_use", announce=False)
         return False
-    if ctx.updated_input is not None:
-        value, err = p.tool.validate(ctx.updated_input)
+    updated: dict[str, Any] | None = out.changed["updated_input"]
+    if updated is not None:
+        value, err = p.tool.validate(updated)
         if err is not None:
             await reject(
                 run,
@@ -178,7 +177,7 @@ async def _pre_tool_use(run: Run, p: Prepared) -> bool:
             )
             return False
         p.input = value
-        p.arguments = ctx.updated_input
+        p.arguments = updated
     return True
 
 

@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
-from dive.agent._hooks import StopDecision, run_hooks
+from dive.agent._hooks import StopDecision
 from dive.agent._modelcall import call_model
 from dive.agent._output_check import COMPLETED, Retry, accept, check_submissions, text_output
 from dive.agent._resume import resume_group
@@ -66,23 +66,21 @@ def _incomplete(
 
 async def _pre_iteration(run: Run, settings: ModelSettings) -> ModelSettings:
     state = run.state
-    ctx = run.hook_context("pre_iteration")
-    ctx.messages = list(state.working)
-    ctx.model_settings = settings
-    ctx.iteration = state.iterations
-    await run_hooks("pre_iteration", run.config.hooks.pre_iteration, ctx, run.config.log)
-    state.set_system_prompt(ctx.system_prompt)
-    state.replace_working(ctx.messages)
-    state.queue_reminders(ctx.take_reminders())
-    return ctx.model_settings or settings
+    out = await run.hook(
+        "pre_iteration",
+        messages=list(state.working),
+        model_settings=settings,
+        iteration=state.iterations,
+    )
+    state.set_system_prompt(out.changed["system_prompt"])
+    state.replace_working(out.changed["messages"])
+    state.queue_reminders(out.reminders)
+    return out.changed["model_settings"] or settings
 
 
 async def _stop_hooks(run: Run, active: bool) -> StopDecision | None:
-    ctx = run.hook_context("stop")
-    ctx.stop_hook_active = active
-    ctx.output_messages = list(run.state.record)
-    out = await run_hooks("stop", run.config.hooks.stop, ctx, run.config.log)
-    run.state.queue_reminders(ctx.take_reminders())
+    out = await run.hook("stop", stop_hook_active=active, output_messages=list(run.state.record))
+    run.state.queue_reminders(out.reminders)
     for value in out.returned:
         if isinstance(value, StopDecision) and value.continue_:
             return value

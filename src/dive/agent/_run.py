@@ -8,11 +8,19 @@ the resolved tools and the handles of calls handed to the background.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._context import RunContext
-from dive.agent._hooks import HOOK_POLICIES, HookContext
+from dive.agent._hooks import (
+    HOOK_POLICIES,
+    HookContext,
+    HookOutput,
+    HookPoint,
+    HookPolicy,
+    run_hooks,
+)
 from dive.agent._runner import Runner, StepRef
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
@@ -113,27 +121,65 @@ class Run:
         c = self.cancel
         return c is not None and c.soft_cancel_requested
 
-    def hook_context(
+    async def hook(
         self,
-        point: str,
+        point: HookPoint,
         *,
         status: TurnStatus = "running",
-        messages: list[Message] | None = None,
+        record: Sequence[Message] | None = None,
         outcome: TurnOutcome | None = None,
+        **inputs: Any,
+    ) -> HookOutput:
+        """Run ``point``'s hooks; return only what the point may change (its table row).
+
+        ``inputs`` are the context fields the hooks see (``messages``, ``tool``, ``call``…);
+        ``status``, ``record`` (default: the record so far) and ``outcome`` shape the turn's
+        view. A session write a ``pre_generation`` hook reports is taken even if the hooks
+        raise; exceptions propagate as the point's row says (``run_hooks``).
+        """
+        policy = HOOK_POLICIES[point]
+        ctx = self._context(point, policy, status, record, outcome)
+        for name, value in inputs.items():
+            if name not in _INPUTS:
+                raise TypeError(f"HookContext has no input field {name!r}")
+            setattr(ctx, name, value)
+        config = self.config
+        try:
+            out = await run_hooks(point, getattr(config.hooks, point), ctx, config.log)
+        finally:
+            written = ctx.take_session_write()  # a hook's own write (a compaction) landed
+            if written is not None:
+                self.state.saved(written)
+        return HookOutput(
+            changed={name: getattr(ctx, name) for name in policy.may_change},
+            returned=tuple(out.returned),
+            denial=out.denial,
+            reminders=tuple(ctx.take_reminders()),
+        )
+
+    def _context(
+        self,
+        point: HookPoint,
+        policy: HookPolicy,
+        status: TurnStatus,
+        record: Sequence[Message] | None,
+        outcome: TurnOutcome | None,
     ) -> HookContext:
         """A fresh context for hook ``point``, with a read-only view of the turn."""
         state = self.state
-        view = TurnView(
-            id=state.turn_id,
-            origin=state.origin,
-            status=status,
-            messages=tuple(messages if messages is not None else state.record),
-            tool_calls=state.calls.records(),
-            usage=state.turn_usage,
-            model_calls=state.model_calls,
-            outcome=outcome,
-            outcome_writable="outcome" in HOOK_POLICIES[point].may_change,
-        )
+        view = None
+        if policy.sees_turn:
+            view = TurnView(
+                id=state.turn_id,
+                origin=state.origin,
+                status=status,
+                messages=tuple(record if record is not None else state.record),
+                tool_calls=state.calls.records(),
+                usage=state.turn_usage,
+                model_calls=state.model_calls,
+                outcome=outcome,
+                outcome_writable="outcome" in policy.may_change,
+            )
         setup = self.setup
         ctx = HookContext(
             agent=setup.agent,
@@ -145,3 +191,21 @@ class Run:
         )
         ctx.system_prompt = state.system_prompt
         return ctx
+
+
+# The context fields the loop hands to hooks (``Run.hook``'s inputs).
+_INPUTS = frozenset(
+    {
+        "messages",
+        "model_settings",
+        "iteration",
+        "tool",
+        "call",
+        "tool_result",
+        "output_messages",
+        "result",
+        "usage",
+        "stop_hook_active",
+        "session_start_source",
+    }
+)

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from dive.agent._events import ToolCallResultEvent
-from dive.agent._hooks import run_hooks
 from dive.agent._run import Run
 from dive.errors import HookAbort
 from dive.messages import ToolCall, ToolResult
@@ -139,18 +138,21 @@ async def post_hooks(
     """
     failed = result.is_error
     hooks = run.config.hooks
-    point = "post_tool_use_failure" if failed else "post_tool_use"
-    chosen = hooks.post_tool_use_failure if failed else hooks.post_tool_use
-    if not chosen:
+    if not (hooks.post_tool_use_failure if failed else hooks.post_tool_use):
         return result
-    ctx = run.hook_context(point)
-    ctx.tool, ctx.call, ctx.tool_result = tool, call, result
     try:
-        await run_hooks(point, chosen, ctx, run.config.log)
+        out = await run.hook(
+            "post_tool_use_failure" if failed else "post_tool_use",
+            tool=tool,
+            call=call,
+            tool_result=result,
+        )
     except HookAbort:
         settle(run, call, result, how, error=error)
         raise
-    if ctx.additional_context:
-        run.state.group_context(call.id, ctx.additional_context)
-    run.state.queue_reminders(ctx.take_reminders())
-    return ctx.tool_result if ctx.tool_result is not None else result  # pyright: ignore[reportUnnecessaryComparison]
+    context: str | None = out.changed["additional_context"]
+    if context:
+        run.state.group_context(call.id, context)
+    run.state.queue_reminders(out.reminders)
+    replaced: ToolResult | None = out.changed["tool_result"]
+    return replaced if replaced is not None else result
