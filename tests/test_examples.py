@@ -28,6 +28,7 @@ def _offline_env() -> dict[str, str]:
         "mcp_agent.py",
         "research_team.py",
         "a2a_pair.py",
+        "viewer_inbox.py",
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
@@ -53,6 +54,10 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         assert "suspended (input_required): Delete the note 'todo'?" in proc.stdout
         assert "resumed: mcp__notes__delete_note -> deleted todo" in proc.stdout
         assert "notes left: none" in proc.stdout
+    if name == "viewer_inbox.py":  # the inbox listed the wait; the owner applied the decision
+        assert "turn: suspended" in proc.stdout
+        assert "inbox lists the wait: True" in proc.stdout
+        assert "after the owner applied it: completed - v2 is live." in proc.stdout
 
 
 def test_the_quickstart_talks_to_the_simulator_and_continues_its_session(tmp_path: Path) -> None:
