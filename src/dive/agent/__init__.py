@@ -1,6 +1,6 @@
 """The agent loop: ``Agent``, its options, hooks, events, records and results."""
 
-from dive.agent._agent import DEFAULT, Agent, UserInput
+from dive.agent._agent import Agent, UserInput
 from dive.agent._approval import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -40,6 +40,7 @@ from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import ModelRetry, OutputMode, OutputValidator
 from dive.agent._outputs import to_tool_result
 from dive.agent._result import RunResult
+from dive.agent._runargs import DEFAULT, RunArgs, StreamArgs
 from dive.agent._runner import InProcessRunner, ModelCall, Runner, StepRef, ToolOutcome, ToolTask
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
@@ -104,6 +105,8 @@ __all__ = [
     "Reminder",
     "RunContext",
     "RunResult",
+    "RunArgs",
+    "StreamArgs",
     "Runner",
     "InProcessRunner",
     "ModelCall",
