@@ -283,6 +283,7 @@ EXPORTS: dict[str, list[str]] = {
     "dive.tools": [
         "Background",
         "FunctionTool",
+        "Governance",
         "NoTitlesSchema",
         "ResumedCall",
         "Suspend",
