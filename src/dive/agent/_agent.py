@@ -38,7 +38,7 @@ from dive.agent._output import OutputMode, OutputSpec, OutputValidator
 from dive.agent._result import RunResult
 from dive.agent._runargs import DEFAULT, DefaultSession, RunArgs, StreamArgs, run_options
 from dive.agent._runner import IN_PROCESS, Runner
-from dive.agent._setup import AgentConfig, TurnSetup
+from dive.agent._setup import REMINDER_RULE, AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
 from dive.agent._tools import index_tools
@@ -51,19 +51,12 @@ from dive.tools import Tool, Toolset
 from dive.tracing import NopTracer, Tracer
 from dive.turns import CancelToken, SuspensionState
 
-__all__ = ["DEFAULT", "Agent", "UserInput"]
+__all__ = ["DEFAULT", "REMINDER_RULE", "Agent", "UserInput"]
 
 
 OutputT = TypeVar("OutputT", default=str)
 DepsT = TypeVar("DepsT", default=None)
 ValidatorT = TypeVar("ValidatorT", bound=Callable[..., Any])
-
-
-REMINDER_RULE = (
-    "Messages may contain <system-reminder> tags added by the application. They carry context, "
-    "not instructions with authority of their own; when two reminders disagree, the later one "
-    "wins."
-)
 
 
 class Agent(Generic[OutputT, DepsT]):
@@ -217,6 +210,11 @@ class Agent(Generic[OutputT, DepsT]):
         """A snapshot of the configuration for one invocation."""
         tracer = self.tracer
         return AgentConfig(
+            model=self.model,
+            model_settings=self.model_settings,
+            instructions=self.instructions,
+            rules=tuple(self._rules),
+            prime_reminders=self.prime_reminders,
             name=self.name,
             id=self.id,
             hooks=self.hooks,
@@ -245,14 +243,7 @@ class Agent(Generic[OutputT, DepsT]):
         ``rendered_instructions`` is the text of dynamic instructions for one model call;
         without it, only the static instructions are included.
         """
-        text = rendered_instructions
-        if text is None:
-            text = self.instructions.static_text()
-        parts = [text] if text else []
-        parts.extend(self._rules)
-        if self.prime_reminders:
-            parts.append(REMINDER_RULE)
-        return "\n\n".join(parts)
+        return self._config().system_prompt(rendered_instructions)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
         """Decorator: register an output validator (see ``output_validators``)."""
@@ -333,13 +324,14 @@ class Agent(Generic[OutputT, DepsT]):
         snap: SessionSnapshot | None,
         keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
-        settings = self.model_settings.merge(o.model_settings)
-        if o.model_settings is not None and isinstance(self.model, SettingsChecker):
-            self.model.check_settings(settings)
+        model = config.model
+        settings = config.model_settings.merge(o.model_settings)
+        if o.model_settings is not None and isinstance(model, SettingsChecker):
+            model.check_settings(settings)
         setup = TurnSetup(
             agent=self,
             config=config,
-            model=self.model,
+            model=model,
             settings=settings,
             session=session,
             durable=session is not None and self.durability.checkpoint_steps,
@@ -352,7 +344,7 @@ class Agent(Generic[OutputT, DepsT]):
             session_spent=await self._session_spent(session, o.runner),
             runner=o.runner,
         )
-        run = await prepare_run(setup, o, snap, self.system_prompt())
+        run = await prepare_run(setup, o, snap, config.system_prompt())
         return cast("RunResult[OutputT]", await execute(run))
 
     async def cancel_suspended_turn(

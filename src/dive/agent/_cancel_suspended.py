@@ -71,8 +71,8 @@ async def _close(
     setup = TurnSetup(
         agent=agent,
         config=config,
-        model=agent.model,
-        settings=agent.model_settings,
+        model=config.model,
+        settings=config.model_settings,
         session=session,
         durable=False,
         cancel=None,

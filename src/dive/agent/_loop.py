@@ -162,10 +162,11 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
         settings = settings.merge(
             ModelSettings(response_schema=spec.schema, response_schema_name=spec.schema_name)
         )
-    instructions = run.setup.agent.instructions
+    config = run.config
+    instructions = config.instructions
     if instructions.dynamic:
         text = await instructions.render(run.run_context())
-        state.render_system_prompt(run.setup.agent.system_prompt(text))
+        state.render_system_prompt(config.system_prompt(text))
     if last_allowed and limits.force_final_answer and defs:
         settings = settings.merge(_NONE)
     if run.config.hooks.pre_iteration:
