@@ -5,7 +5,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install lint typecheck test bench bench-compare demo services-up services-down clean
+.PHONY: install lint typecheck test package bench bench-compare demo services-up services-down clean
 
 .venv/.installed: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -30,6 +30,13 @@ test: install
 	trap 'scripts/services.sh down' EXIT; \
 	export $$env_lines; \
 	$(RUN) pytest $(PYTEST_ARGS)
+
+# The wheel and the sdist in dist/, checked as PyPI would render them. The clean-install test
+# (tests/test_clean_install.py, part of `make test`) installs a fresh build into new venvs.
+package: install
+	rm -rf dist
+	$(UV) build --offline --quiet
+	$(RUN) twine check --strict dist/*
 
 services-up:
 	scripts/services.sh up

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,8 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+    if name == "review_bot.py":  # the run's usage and trace come with the verdict
+        assert re.search(r"^\d+ rounds, \d+ tokens, \$\d", proc.stdout, re.MULTILINE)
     if name == "a2a_pair.py":  # the remote question suspended the caller; its resume answered
         assert "the travel desk asks 'Which date should I book the train for?'" in proc.stdout
         assert "on Friday 14 March." in proc.stdout

@@ -76,7 +76,10 @@ class Agent(Generic[OutputT, DepsT]):
         extensions: bundles of tools, hooks and rules, merged at construction.
         hooks: hook lists by point (see ``HOOK_POLICIES`` for what each may change).
         tracer: receives spans; observes, never modifies.
-        name, description, version, id: the agent's identity (in traces and hook contexts).
+        name: the agent's name (in traces, hook contexts and ``ctx.agent_name``).
+        description: what the agent does (in traces).
+        version: the agent's version (in traces).
+        id: the agent's id (in traces), if any.
         model_settings: default settings of every model call (a run's are merged over them).
         limits: per-turn limits (model calls, tool calls, pauses, response timeout).
         usage_limits: a turn's budget of requests, tool calls (total and per tool), tokens
@@ -242,11 +245,20 @@ class Agent(Generic[OutputT, DepsT]):
 
         ``rendered_instructions`` is the text of dynamic instructions for one model call;
         without it, only the static instructions are included.
+
+        Args:
+            rendered_instructions: the text of dynamic instructions for one model call; None
+                includes only the static instructions.
         """
         return self._config().system_prompt(rendered_instructions)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
-        """Decorator: register an output validator (see ``output_validators``)."""
+        """Decorator: register an output validator (see ``output_validators``).
+
+        Args:
+            fn: ``fn(output)`` or ``fn(ctx, output)``, sync or async; returns the output (maybe
+                changed) or raises ``ModelRetry``.
+        """
         self.output.add_validator(fn)
         return fn
 

@@ -78,8 +78,9 @@ class HookPolicy:
 
     Attributes:
         may_change: the context fields a hook at this point may assign.
-        on_error: what an ordinary exception does (``raise``, ``end_turn``, ``deny``, ``log``).
-        on_abort: what ``HookAbort`` does (``raise``, ``end_turn``, ``log``).
+        on_error: what an ordinary exception does: ``raise`` (from ``run()``), ``end_turn``,
+            ``deny`` (the call) or ``log``.
+        on_abort: what ``HookAbort`` does: ``raise``, ``end_turn`` or ``log``.
         returns: what a hook may return for the loop to act on (shown in the table).
         note: a remark shown in the table (``observe``, ``notify``…).
         sees_turn: the context carries a view of the turn (``ctx.turn``).
@@ -179,7 +180,12 @@ _GUARDED: frozenset[str] = frozenset(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopDecision:
-    """Returned by a ``stop`` hook to make the loop continue with ``reason`` as input."""
+    """Returned by a ``stop`` hook to make the loop continue with ``reason`` as input.
+
+    Attributes:
+        continue_: continue the loop instead of finishing.
+        reason: the input the loop continues with (a ``stop-continuation`` reminder).
+    """
 
     continue_: bool = False
     reason: str = ""
@@ -191,6 +197,11 @@ class SessionStartResult:
 
     With ``persist=True`` they are recorded as the start of the turn (saved with it, so later
     turns see them); otherwise the model sees them during this invocation only.
+
+    Attributes:
+        messages: messages put ahead of the input.
+        persist: record them as the start of the turn (True) or show them to the model during this
+            invocation only.
     """
 
     messages: tuple[Message, ...] = ()
@@ -199,7 +210,25 @@ class SessionStartResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Hooks:
-    """Hook lists by point. Pass callables (sync or async) taking a ``HookContext``."""
+    """Hook lists by point. Pass callables (sync or async) taking a ``HookContext``.
+
+    Attributes:
+        session_start: before the turn begins, when the history is empty and the run is not a resume
+            or continue; may return a ``SessionStartResult``.
+        pre_generation: once, after the turn begins; may change ``system_prompt`` and ``messages``.
+        pre_iteration: before every model call; may change ``system_prompt``, ``messages``
+            (model-facing only) and ``model_settings``.
+        pre_tool_use: before each call; may set ``updated_input``, ``approved`` and
+            ``additional_context``; an exception denies the call.
+        post_tool_use: after a successful call; may replace ``tool_result``.
+        post_tool_use_failure: after a failed call (an exception or an ``is_error`` result).
+        stop: on the final answer of a completed turn; may return ``StopDecision`` to continue.
+        post_generation: at the end of a completed or suspended turn (observe).
+        on_suspend: when the turn newly suspends, before it is saved (notify).
+        on_incomplete_turn: when the turn ends incomplete, before it is saved; may change
+            ``output_messages`` and the outcome.
+        post_background_tool_use: when a late background result is delivered (observe).
+    """
 
     session_start: Sequence[Hook] = ()
     pre_generation: Sequence[Hook] = ()
@@ -220,7 +249,11 @@ class Hooks:
                 object.__setattr__(self, f.name, tuple(value))
 
     def merged(self, other: Hooks | None) -> Hooks:
-        """These hooks followed by ``other``'s, point by point."""
+        """These hooks followed by ``other``'s, point by point.
+
+        Args:
+            other: the hooks to run after these (None changes nothing).
+        """
         if other is None:
             return self
         return Hooks(
@@ -251,9 +284,13 @@ class HookContext(Generic[DepsT]):
         result: the ``RunResult`` (``post_generation``).
         output_messages: the turn's messages (``on_incomplete_turn`` may change what is saved).
         usage: this invocation's usage (end hooks).
-        tool, call: the tool and call (tool hooks).
+        tool: the tool being called (tool hooks).
+        call: the model's tool call (tool hooks).
         tool_result: the call's result (``post_tool_use*`` may replace it).
-        updated_input, approved, additional_context: ``pre_tool_use`` (context also post).
+        updated_input: arguments that replace the call's (``pre_tool_use``).
+        approved: ``True`` lets a call through the approval gate (``pre_tool_use``).
+        additional_context: text that follows the call's result (``pre_tool_use`` and
+            ``post_tool_use*``).
         stop_hook_active: True when ``stop`` hooks re-check after a continuation.
         iteration: the zero-based model call of the turn (``pre_iteration``).
     """
@@ -344,7 +381,12 @@ class HookContext(Generic[DepsT]):
         self.turn.outcome = value
 
     def append_reminder(self, reminder: Reminder, *, recorded: bool = False) -> None:
-        """Queue a reminder for the next iteration boundary (saved when ``recorded``)."""
+        """Queue a reminder for the next iteration boundary (saved when ``recorded``).
+
+        Args:
+            reminder: the reminder.
+            recorded: save it with the turn (True) or show it to the model only.
+        """
         self._reminders.append((reminder, recorded))
 
     def take_reminders(self) -> list[tuple[Reminder, bool]]:
@@ -359,6 +401,9 @@ class HookContext(Generic[DepsT]):
         revision its write returned, so the turn's own write expects that revision instead
         of being refused as stale. Only ``pre_generation`` hooks may, before the turn has
         written anything; a resumed or continued turn's session must not be written to.
+
+        Args:
+            revision: the revision the hook's write returned.
         """
         if self.hook_point != "pre_generation":
             raise HookPolicyError(

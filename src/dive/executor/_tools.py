@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from dive.executor._errors import AbortExecution
+from dive.executor._outcomes import Outcomes
 from dive.executor._trace import ExecutionTrace
 from dive.messages import JSONValue, ToolCall, ToolDefinition, ToolResult
 from dive.tools import FunctionTool, Suspend, Tool, ToolContext, ToolOutput, ToolReturn
@@ -40,14 +41,26 @@ REASONING_PARAM = "Explain why you are making this tool call and what you hope t
 
 @dataclass(frozen=True, slots=True)
 class Commit(Generic[ResponseT]):
-    """Returned by a handler: end the run with ``response``."""
+    """Returned by a handler: end the run with ``response``.
+
+    Attributes:
+        response: the run's response.
+    """
 
     response: ResponseT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutorToolContext(Generic[ResponseT]):
-    """What a handler sees: the trace, the round, the idempotency key and the reasoning."""
+    """What a handler sees: the trace, the round, the idempotency key and the reasoning.
+
+    Attributes:
+        trace: the execution's trace so far.
+        round: the current model round, from 0.
+        turn_id: the run's turn id (with ``tool_call_id``, an idempotency key).
+        tool_call_id: the call's id.
+        reasoning: the ``reasoning`` argument the model gave, if the tool takes one.
+    """
 
     trace: ExecutionTrace = field(repr=False)
     round: int
@@ -68,7 +81,12 @@ class ToolHandler(Protocol[ResponseT_co]):
 
 
 def tool_error(message: str, **context: JSONValue) -> ToolResult:
-    """An ``is_error`` result ``{"error": message, …context}``."""
+    """An ``is_error`` result ``{"error": message, …context}``.
+
+    Args:
+        message: what went wrong, for the model.
+        context: more JSON fields of the result.
+    """
     data: dict[str, Any] = {"error": message, **context}
     from dive.messages import TextBlock
 
@@ -83,7 +101,15 @@ def tool_error(message: str, **context: JSONValue) -> ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutorTool(Generic[ResponseT]):
-    """A tool the executor offers: ``definition`` (name, schema, governance) and ``handler``."""
+    """A tool the executor offers: ``definition`` (name, schema, governance) and ``handler``.
+
+    Attributes:
+        definition: the tool's name, schema and governance fields.
+        handler: ``handler(call, ctx)``: returns a mapping (sent as JSON), a ``ToolResult``,
+            ``tool_error(...)``, ``Commit(response)``, ``Suspend(...)`` or None.
+        reasoning: the schema has a required ``reasoning`` argument, stripped before the handler
+            runs and given as ``ctx.reasoning``.
+    """
 
     definition: ToolDefinition
     handler: ToolHandler[ResponseT]
@@ -97,6 +123,12 @@ class ExecutorTool(Generic[ResponseT]):
 
         With ``reasoning`` a required ``reasoning`` string is added to the schema; the
         executor strips it from the arguments and hands it over as ``ctx.reasoning``.
+
+        Args:
+            fn: the typed function (sync or async); its parameters are the arguments.
+            reasoning: add the required ``reasoning`` argument.
+            definition_fields: governance fields of the tool (``name``, ``description``,
+                ``effect_type``, ...).
         """
         base = FunctionTool(fn, **definition_fields)
         definition = base.definition
@@ -122,32 +154,6 @@ class ExecutorTool(Generic[ResponseT]):
             return {"result": cast(JSONValue, out)}
 
         return ExecutorTool(definition=definition, handler=handler, reasoning=reasoning)
-
-
-class Outcomes:
-    """What the handlers of one execute produced that ends it: a commit or an abort.
-
-    The first one, in the order the loop consumes results, wins.
-    """
-
-    def __init__(self) -> None:
-        self.commit: Any = None
-        self.committed = False
-        self.abort: BaseException | None = None
-        self.control: Any = None  # the execute's Control (round number, calls seen)
-        self.interventions: list[str] = []  # for the interventions metric
-
-    @property
-    def round(self) -> int:
-        return self.control.round if self.control is not None else 0
-
-    def set_commit(self, response: Any) -> None:
-        if not self.committed and self.abort is None:
-            self.commit, self.committed = response, True
-
-    def set_abort(self, abort: BaseException) -> None:
-        if not self.committed and self.abort is None:
-            self.abort = abort
 
 
 class HandlerTool(Tool):
@@ -184,7 +190,7 @@ class HandlerTool(Tool):
                     out = await out
                 return encode(out, record, self._outcomes)
             except AbortExecution as exc:
-                self._outcomes.set_abort(exc)
+                self._outcomes.set_abort(call.id, exc, record)
                 record.error = f"aborted: {exc.reason}"
                 return ToolReturn(content={"error": exc.reason}, is_error=True, terminal=True)
 
@@ -195,8 +201,8 @@ def encode(out: Any, record: Any, outcomes: Outcomes) -> ToolOutput:
         record.result = {"suspended": out.prompt}
         return out
     if isinstance(out, Commit):
-        outcomes.set_commit(cast(Commit[Any], out).response)
         record.terminal = True
+        outcomes.set_commit(record.id, cast(Commit[Any], out).response, record)
         record.result = {"success": True}
         return ToolReturn(content={"success": True}, terminal=True)
     if out is None:

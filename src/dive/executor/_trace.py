@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dive.llm import Usage
+
 __all__ = ["ExecutionTrace", "TracedCall", "TracedRound"]
 
 
@@ -90,9 +92,14 @@ class ExecutionTrace(BaseModel):
 
     @property
     def cost(self) -> float | None:
-        """Dollars over every round; None when some round's price is unknown."""
+        """Dollars over every round; None when some round's price is unknown.
+
+        A round that failed without a response (nothing billed) adds nothing.
+        """
         total = 0.0
         for r in self.rounds:
+            if r.failed and r.cost is None:
+                continue
             if r.cost is None:
                 return None
             total += r.cost
@@ -110,29 +117,62 @@ class ExecutionTrace(BaseModel):
         """Output tokens over every round."""
         return sum(r.output_tokens for r in self.rounds)
 
+    @property
+    def usage(self) -> Usage:
+        """The rounds' usage summed (``requests``: the model calls that answered)."""
+        reasoning = [r.reasoning_tokens for r in self.rounds if r.reasoning_tokens is not None]
+        return Usage(
+            input_tokens=sum(r.input_tokens for r in self.rounds),
+            output_tokens=self.output_tokens,
+            cache_creation_input_tokens=sum(r.cache_creation_tokens for r in self.rounds),
+            cache_read_input_tokens=sum(r.cache_read_tokens for r in self.rounds),
+            reasoning_tokens=sum(reasoning) if reasoning else None,
+            cost=self.cost,
+            requests=sum(1 for r in self.rounds if not r.failed),
+        )
+
     # --- writing (the executor only) ------------------------------------------------------
 
     def add_call(self, call: TracedCall) -> TracedCall:
-        """Record a call as it starts."""
+        """Record a call as it starts.
+
+        Args:
+            call: the call as it starts.
+        """
         self.tool_calls.append(call)
         return call
 
     def add_round(self, round: TracedRound) -> TracedRound:
-        """Record a model round-trip."""
+        """Record a model round-trip.
+
+        Args:
+            round: the round-trip (usage, cache buckets, cost).
+        """
         if self.model is None:
             self.model = round.model
         self.rounds.append(round)
         return round
 
     def add_reasoning(self, round: int, thinking: str | None, *, redacted: bool = False) -> None:
-        """Record a round's reasoning (empty thinking is skipped)."""
+        """Record a round's reasoning (empty thinking is skipped).
+
+        Args:
+            round: the round it belongs to.
+            thinking: the thinking text, or None.
+            redacted: the provider sent the reasoning redacted.
+        """
         if redacted:
             self.reasoning.append({"round": round, "redacted": True})
         elif thinking:
             self.reasoning.append({"round": round, "thinking": thinking})
 
     def finish(self, *, result: Any = None, error: BaseException | None = None) -> None:
-        """Complete the trace with the result or the error."""
+        """Complete the trace with the result or the error.
+
+        Args:
+            result: the committed response, if any.
+            error: what ended the run, if it failed.
+        """
         self.result = result
         self.error = f"{type(error).__name__}: {error}" if error is not None else None
         self.end_time = _now()
@@ -145,5 +185,9 @@ class ExecutionTrace(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ExecutionTrace:
-        """A trace from ``to_json`` output."""
+        """A trace from ``to_json`` output.
+
+        Args:
+            text: what ``to_json`` returned.
+        """
         return cls.model_validate_json(text)

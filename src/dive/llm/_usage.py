@@ -79,7 +79,11 @@ class Usage:
         return self.total_input_tokens + self.output_tokens
 
     def add(self, other: Usage) -> Usage:
-        """The sum of two usages. A cost is known only when both costs are known."""
+        """The sum of two usages. A cost is known only when both costs are known.
+
+        Args:
+            other: the usage to add.
+        """
         zero = Usage.ZERO
         if other is zero:
             return self
@@ -112,11 +116,19 @@ class Usage:
     __add__ = add
 
     def with_known(self, known: bool) -> Usage:
-        """A copy with ``known`` set."""
+        """A copy with ``known`` set.
+
+        Args:
+            known: False when some call's usage never arrived.
+        """
         return replace(self, known=known)
 
     def with_cost(self, cost: float | None) -> Usage:
-        """A copy with ``cost`` set."""
+        """A copy with ``cost`` set.
+
+        Args:
+            cost: dollars, or None when the price is unknown.
+        """
         return replace(self, cost=cost)
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,7 +137,11 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: Any) -> Usage:
-        """Decode and validate."""
+        """Decode and validate.
+
+        Args:
+            data: plain JSON data, as ``to_dict`` gives it.
+        """
         return decode(Usage, data)
 
     def __str__(self) -> str:

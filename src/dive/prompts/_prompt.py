@@ -138,16 +138,16 @@ class Prompt:
             )
         if name not in self._parsed.names:
             names = ", ".join(self._parsed.names)
-            known = f"its placeholders are: {names}" if names else "it has no placeholders"
+            known = f"Its placeholders are: {names}" if names else "It has no placeholders"
             raise PromptError(
-                f"binding {name!r} not found in template; {known}. Check the name, or add "
-                f"{{{{{name}}}}} to the template"
+                f"binding {name!r} not found in template\n{known}. Check the name, or add "
+                f"{{{{{name}}}}} to the template."
             )
         if name in self._bound:
             raise PromptError(
-                f"binding {name!r} already bound; each placeholder takes one value. To use "
+                f"binding {name!r} already bound\nEach placeholder takes one value. To use "
                 "another value, bind it on the prompt from before this binding (binders return "
-                "new prompts, so that one is unchanged)"
+                "new prompts, so that one is unchanged)."
             )
 
     def _with(self, name: str, value: _Text | Prompt, depth: int) -> Prompt:
@@ -180,6 +180,10 @@ class Prompt:
         Pydantic models, also inside lists and dicts, are dumped with
         ``model_dump(mode="json")``.
 
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: JSON data, or pydantic models.
+
         Raises:
             PromptError: the name is unknown or already bound, or the value is not JSON data.
         """
@@ -192,6 +196,11 @@ class Prompt:
         Scalars are character data (``&``, ``<`` and ``>`` escaped), mappings child elements
         named by their keys, lists and tuples repeated ``<item>`` elements, ``None`` an empty
         element; pydantic models are dumped with ``model_dump(mode="json")`` first.
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: scalars, mappings, lists, tuples, None or pydantic models.
+            root: the name of the enclosing element.
 
         Raises:
             PromptError: the name is unknown or already bound, ``root`` or a key is not an
@@ -206,6 +215,10 @@ class Prompt:
 
         Pydantic models are dumped with ``model_dump(mode="json")``.
 
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: data with a safe YAML form, or pydantic models.
+
         Raises:
             PromptError: the name is unknown or already bound, or the value has no safe YAML
                 form.
@@ -215,6 +228,10 @@ class Prompt:
 
     def bind_unordered_list(self, name: str, items: Iterable[str]) -> Prompt:
         """Bind ``items`` as ``- item`` lines joined by newlines (no items: ``""``).
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            items: the list items, one line each.
 
         Raises:
             PromptError: the name is unknown or already bound, or an item is not a ``str`` or
@@ -226,6 +243,10 @@ class Prompt:
 
     def bind_ordered_list(self, name: str, items: Iterable[str]) -> Prompt:
         """Bind ``items`` as ``1. item`` lines joined by newlines (no items: ``""``).
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            items: the list items, one line each.
 
         Raises:
             PromptError: the name is unknown or already bound, or an item is not a ``str`` or
@@ -281,10 +302,10 @@ class Prompt:
         missing = self.unbound
         if missing:
             first, *others = missing
-            rest = f" (also unbound: {', '.join(others)})" if others else ""
+            rest = f"Also unbound: {', '.join(others)}. " if others else ""
             raise PromptError(
-                f"unbound placeholder: {first}{rest}; bind every placeholder with a "
-                "bind_* method before build()"
+                f"unbound placeholder: {first}\n{rest}Bind every placeholder with a bind_* "
+                "method before build()."
             )
         return self._render({}).text
 

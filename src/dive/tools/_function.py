@@ -48,23 +48,43 @@ class NoTitlesSchema(GenerateJsonSchema):
     """pydantic's JSON schema without the auto-generated titles (tool and output schemas)."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
+        """Never: dive's schemas carry no auto-generated titles.
+
+        Args:
+            schema: the pydantic core schema of a field.
+        """
         return False
 
     def generate(self, schema: Any, mode: Any = "validation") -> JsonSchemaValue:
+        """The schema pydantic generates, without its top-level title.
+
+        Args:
+            schema: the pydantic core schema.
+            mode: ``validation`` or ``serialization``.
+        """
         out = super().generate(schema, mode=mode)
         out.pop("title", None)
         return out
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema pydantic generates for ``model``, without auto titles."""
+    """The JSON schema pydantic generates for ``model``, without auto titles.
+
+    Args:
+        model: the pydantic model.
+    """
     schema = model.model_json_schema(schema_generator=NoTitlesSchema)
     schema.setdefault("properties", {})
     return schema
 
 
 def format_validation_error(tool_name: str, exc: ValidationError) -> str:
-    """A readable summary of argument errors for the model."""
+    """A readable summary of argument errors for the model.
+
+    Args:
+        tool_name: the tool whose arguments failed.
+        exc: pydantic's error.
+    """
     parts: list[str] = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in err["loc"]) or "input"
@@ -83,10 +103,11 @@ def build_definition(
 
     Args:
         name: the tool's name.
-        description: what the model is told the tool does.
-        schema: the input JSON schema.
-        annotations: behaviour hints; set hints fill unset governance fields.
-        governance: the governance options (:class:`Governance`).
+        description: what it does, for the model.
+        schema: the JSON schema of its arguments.
+        annotations: its behaviour hints; set hints fill unset governance fields.
+        governance: the governance options given explicitly (:class:`Governance`; they win
+            over the hints).
 
     Raises:
         ToolDefinitionError: a governance value is invalid.

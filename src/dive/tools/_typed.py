@@ -61,4 +61,9 @@ class TypedTool(Tool, Generic[InputT]):
 
     @abc.abstractmethod
     async def run(self, input: InputT, ctx: ToolContext) -> ToolOutput:
-        """Run on validated input."""
+        """Run on validated input.
+
+        Args:
+            input: the validated input model.
+            ctx: the call's context (ids, deps, cancellation, output streaming).
+        """

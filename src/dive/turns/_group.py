@@ -15,7 +15,11 @@ __all__ = ["OpenGroup"]
 
 
 class OpenGroup:
-    """The tool calls of one response while they run: results and hook context so far."""
+    """The tool calls of one response while they run: results and hook context so far.
+
+    Args:
+        calls: the response's tool calls, in the model's order.
+    """
 
     __slots__ = ("_context", "_ending", "_halted", "_results", "calls")
 
@@ -56,11 +60,21 @@ class OpenGroup:
         return tuple(sorted(self._ending, key=lambda i: order.get(i, len(order))))
 
     def add_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result (``TurnState.settle``)."""
+        """Record a call's result (``TurnState.settle``).
+
+        Args:
+            call_id: the call answered.
+            result: its result.
+        """
         self._results[call_id] = result
 
     def add_context(self, call_id: str, text: str) -> None:
-        """Add hook context for a call, after a newline (``TurnState.group_context``)."""
+        """Add hook context for a call, after a newline (``TurnState.group_context``).
+
+        Args:
+            call_id: the call the context follows.
+            text: the hook's ``additional_context``.
+        """
         prev = self._context.get(call_id)
         self._context[call_id] = f"{prev}\n{text}" if prev else text
 
@@ -69,7 +83,11 @@ class OpenGroup:
         self._halted = True
 
     def end_with(self, call_id: str) -> None:
-        """A call succeeded in ending the turn (``TurnState.settle``)."""
+        """A call succeeded in ending the turn (``TurnState.settle``).
+
+        Args:
+            call_id: the call that ended the turn.
+        """
         if call_id not in self._ending:
             self._ending.append(call_id)
 
