@@ -19,8 +19,6 @@ from dive.agent._events import (
     ModelStreamEvent,
     ToolCallEvent,
     ToolCallResultEvent,
-    ToolProgressEvent,
-    ToolStreamEvent,
     TurnEndedEvent,
 )
 from dive.agent._extension import Extension
@@ -45,25 +43,6 @@ from dive.agent._runner import InProcessRunner, ModelCall, Runner, StepRef, Tool
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
 from dive.agent._usage_limits import UsageLimits
-from dive.turns import (
-    CallState,
-    CancelToken,
-    PendingToolCall,
-    Reminder,
-    SuspensionState,
-    ToolCallRecord,
-    Turn,
-    TurnOrigin,
-    TurnOutcome,
-    TurnView,
-    close_turn,
-    find_latest_reminder,
-    find_latest_turn_outcome,
-    find_reminder,
-    find_turn_outcome,
-    remove_reminder,
-    strip_reminders,
-)
 
 __all__ = [
     "ApprovalDecision",
@@ -85,8 +64,6 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentStream",
-    "CallState",
-    "CancelToken",
     "Durability",
     "Extension",
     "Hook",
@@ -101,8 +78,6 @@ __all__ = [
     "ModelStreamEvent",
     "OutputMode",
     "OutputValidator",
-    "PendingToolCall",
-    "Reminder",
     "RunContext",
     "RunResult",
     "RunArgs",
@@ -115,27 +90,12 @@ __all__ = [
     "ToolTask",
     "SessionStartResult",
     "StopDecision",
-    "SuspensionState",
     "TextHandler",
     "ToolCallEvent",
-    "ToolCallRecord",
     "ToolCallResultEvent",
-    "ToolProgressEvent",
-    "ToolStreamEvent",
-    "Turn",
     "TurnEndedEvent",
-    "TurnOrigin",
-    "TurnOutcome",
-    "TurnView",
     "UsageLimits",
     "UserInput",
-    "close_turn",
-    "find_latest_reminder",
-    "find_latest_turn_outcome",
-    "find_reminder",
-    "find_turn_outcome",
-    "remove_reminder",
-    "strip_reminders",
     "to_tool_result",
 ]
 

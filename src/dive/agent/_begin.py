@@ -33,18 +33,16 @@ from dive.llm import ModelSettings
 from dive.messages import Message
 from dive.sessions import Session, SessionSnapshot
 from dive.turns import (
-    CallLedger,
     CancelToken,
     Reminder,
     SuspensionState,
     Turn,
     TurnOrigin,
-    TurnState,
     is_reminder,
     recover_running_turn,
     reminder_message,
-    turn_from_suspension,
 )
+from dive.turns._engine import CallLedger, TurnState, turn_from_suspension
 
 __all__ = ["CONTINUE_TEXT", "Plan", "RunOptions", "check_arguments", "load_snapshot", "prepare_run"]
 

@@ -22,13 +22,8 @@ from dive.agent._sink import EventHandler, EventSink
 from dive.errors import NoSuspendedTurnError
 from dive.messages import Message
 from dive.sessions import Session, session_lock
-from dive.turns import (
-    Incomplete,
-    SuspensionState,
-    Turn,
-    TurnState,
-    turn_from_suspension,
-)
+from dive.turns import SuspensionState, Turn
+from dive.turns._engine import Incomplete, TurnState, turn_from_suspension
 
 __all__ = ["cancel_suspended"]
 

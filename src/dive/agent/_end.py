@@ -25,21 +25,23 @@ from dive.messages import Message
 from dive.redaction import redact
 from dive.tracing import AgentRunSpan
 from dive.turns import (
+    SuspensionState,
+    Turn,
+    TurnOutcome,
+    TurnStatus,
+    close_turn,
+    is_reminder,
+    outcome_note,
+    reminder_message,
+)
+from dive.turns._engine import (
     Completed,
     Ending,
     Incomplete,
     ResumeRejected,
     Suspended,
-    SuspensionState,
-    Turn,
-    TurnOutcome,
-    TurnStatus,
     advise,
     answer_open_calls,
-    close_turn,
-    is_reminder,
-    outcome_note,
-    reminder_message,
 )
 
 __all__ = ["end_turn"]

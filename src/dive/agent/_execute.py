@@ -31,7 +31,8 @@ from dive.errors import (
 from dive.messages import ToolCall
 from dive.redaction import redact_exception
 from dive.tracing import AgentRunInfo, AgentRunSpan
-from dive.turns import Ending, Incomplete, IncompleteReason
+from dive.turns import IncompleteReason
+from dive.turns._engine import Ending, Incomplete
 
 __all__ = ["execute"]
 

@@ -41,16 +41,8 @@ from dive.agent._usage_limits import (
 from dive.errors import DiveError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, TokenCounter, ToolChoice, Usage
 from dive.messages import ContentBlock, Message, TextBlock, ToolCall
-from dive.turns import (
-    CallLedger,
-    Completed,
-    Ending,
-    Incomplete,
-    IncompleteReason,
-    Reminder,
-    Suspended,
-    reminder_message,
-)
+from dive.turns import IncompleteReason, Reminder, reminder_message
+from dive.turns._engine import CallLedger, Completed, Ending, Incomplete, Suspended
 
 __all__ = ["FINAL_ANSWER_TEXT", "run_loop", "unique_call_ids"]
 

@@ -17,7 +17,8 @@ from dive.agent._result import answer_text
 from dive.agent._run import Run
 from dive.errors import OutputValidationError
 from dive.messages import ToolCall, ToolResult
-from dive.turns import Completed, Ending, Incomplete, Reminder, reminder_message
+from dive.turns import Reminder, reminder_message
+from dive.turns._engine import Completed, Ending, Incomplete
 
 __all__ = ["COMPLETED", "RETRY", "Retry", "Verdict", "accept", "check_submissions", "text_output"]
 

@@ -29,7 +29,7 @@ from dive.agent._run import Run
 from dive.agent._settle import post_hooks, settle
 from dive.agent._toolbatch import last_in_order, run_answered, run_approved, run_calls
 from dive.agent._tools import resolve_tools
-from dive.turns import Ending, ResumeRejected, Suspended
+from dive.turns._engine import Ending, ResumeRejected, Suspended
 
 __all__ = ["resume_group"]
 

@@ -26,7 +26,8 @@ from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
 from dive.errors import SoftCanceled
 from dive.messages import Message
-from dive.turns import TurnOutcome, TurnState, TurnStatus, TurnView
+from dive.turns import TurnOutcome, TurnStatus, TurnView
+from dive.turns._engine import TurnState
 
 __all__ = ["Run"]
 

@@ -23,7 +23,8 @@ from dive.agent._run import Run
 from dive.errors import HookAbort
 from dive.messages import ToolCall, ToolResult
 from dive.tools import SuspendReason, Tool, ToolCallPreview
-from dive.turns import PendingToolCall, Transition
+from dive.turns import PendingToolCall
+from dive.turns._engine import Transition
 
 __all__ = ["answer_call", "halts", "hold", "post_hooks", "settle", "wait"]
 

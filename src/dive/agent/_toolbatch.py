@@ -37,7 +37,8 @@ from dive.agent._runner import ToolOutcome
 from dive.agent._settle import answer_call, halts, post_hooks, settle, wait
 from dive.messages import JSONValue, ToolCall
 from dive.tools import ResumedCall, Tool
-from dive.turns import OpenGroup, PendingToolCall, Transition
+from dive.turns import PendingToolCall
+from dive.turns._engine import OpenGroup, Transition
 
 __all__ = ["last_in_order", "run_answered", "run_approved", "run_batch", "run_calls"]
 
