@@ -487,8 +487,33 @@ def test_every_public_name_has_one_home() -> None:
                 continue  # a third party's object (pydantic's ``JsonValue``) is not dive's name
             homes.setdefault(id(value), []).append(f"{package}.{name}")
     doubled = [
-        sorted(where)
-        for where in homes.values()
-        if len([w for w in where if w not in ALIASES]) > 1
+        sorted(where) for where in homes.values() if len([w for w in where if w not in ALIASES]) > 1
     ]
     assert doubled == []
+
+
+# The loop's error classes live in ``dive.errors`` (a feature package with its own family keeps
+# it in its own ``_errors`` module). Left where they are: ``ModelRetry``, the signal a validator
+# raises (defined with the output), and ``ModelCallError``, the loop's private wrapper of a
+# failed model call, never raised out of ``run()``.
+CORE = ("agent", "turns", "tools", "llm", "messages", "sessions", "providers", "tracing")
+ERRORS_ELSEWHERE = {"ModelRetry", "ModelCallError"}
+
+
+def test_the_loops_errors_are_defined_in_dive_errors() -> None:
+    import dive.errors
+
+    family = set(dive.errors.__all__)
+    found: list[str] = []
+    for module, path in _modules():
+        if _part(module) not in CORE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {
+                b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+            }
+            if bases & family and node.name not in ERRORS_ELSEWHERE:
+                found.append(f"{module}.{node.name}")
+    assert found == []

@@ -69,7 +69,7 @@ EXPORTS: dict[str, list[str]] = {
         "tool",
     ],
     "dive.errors": [
-        "AuthenticationError",
+            "AuthenticationError",
         "BatchHaltedError",
         "ConflictingToolResultError",
         "ContinueWithInputError",
@@ -108,6 +108,7 @@ EXPORTS: dict[str, list[str]] = {
         "SessionClaimedError",
         "SessionCorruptedError",
         "SoftCanceled",
+        "StepCheckpointError",
         "StoreCorruptedError",
         "StoreError",
         "StoreFileReplacedError",
@@ -119,6 +120,7 @@ EXPORTS: dict[str, list[str]] = {
         "ToolError",
         "ToolFatalError",
         "ToolPermissionError",
+        "ToolResolutionError",
         "ToolTimeoutError",
         "TurnError",
         "UnknownModelError",
@@ -130,7 +132,7 @@ EXPORTS: dict[str, list[str]] = {
         "UnsupportedSchemaError",
         "UnsupportedSettingError",
         "UserError",
-    ],
+],
     "dive.messages": [
         "BLOCK_CLASSES",
         "Base64Source",

@@ -19,14 +19,10 @@ from typing import Any
 
 from dive.agent._run import Run
 from dive.agent._setup import ToolIndex
-from dive.errors import DiveError, ToolDefinitionError
+from dive.errors import ToolDefinitionError, ToolResolutionError
 from dive.tools import Tool, ToolContext
 
-__all__ = ["ToolResolutionError", "index_tools", "resolve_tools"]
-
-
-class ToolResolutionError(DiveError):
-    """Tools could not be resolved for a model call."""
+__all__ = ["index_tools", "resolve_tools"]
 
 
 def _fill_from_annotations(t: Tool) -> None:
