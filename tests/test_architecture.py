@@ -517,3 +517,98 @@ def test_the_loops_errors_are_defined_in_dive_errors() -> None:
             if bases & family and node.name not in ERRORS_ELSEWHERE:
                 found.append(f"{module}.{node.name}")
     assert found == []
+
+
+def _documented_table() -> dict[str, set[str] | None]:
+    """ARCHITECTURE.md's table: part -> what it may import (None: anything)."""
+    text = (SRC.parent.parent / "ARCHITECTURE.md").read_text()
+    out: dict[str, set[str] | None] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0].startswith("`dive"):
+            continue
+        parts = [p.strip("` ") for p in cells[0].split(",")]
+        allowed = cells[1]
+        value: set[str] | None
+        if allowed == "anything":
+            value = None
+        elif allowed == "nothing":
+            value = set()
+        else:
+            value = {a.strip() for a in allowed.split(",")}
+        for part in parts:
+            out[part.removeprefix("dive.") if part != "dive" else "dive"] = value
+    return out
+
+
+def test_architecture_md_is_the_import_table_this_test_enforces() -> None:
+    documented = _documented_table()
+    restricted = {k: v for k, v in documented.items() if v is not None}
+    assert restricted == ALLOWED
+    assert {k for k, v in documented.items() if v is None} == {"testing", "dive"}
+
+
+# dive.agent shows its seam: the driver's steps, the features they consult, and what both
+# share. A feature (or a shared record) never imports a driver step, so it can be read and
+# changed on its own; the driver composes them.
+AGENT_DRIVER = {
+    "_agent",
+    "_runargs",
+    "_begin",
+    "_resume_plan",
+    "_run",
+    "_setup",
+    "_execute",
+    "_loop",
+    "_modelcall",
+    "_output_check",
+    "_tools",
+    "_toolbatch",
+    "_gates",
+    "_exec",
+    "_settle",
+    "_resume",
+    "_end",
+    "_cancel_suspended",
+    "_durable",
+    "_sink",
+}
+AGENT_FEATURES = {
+    "_output",
+    "_structured",
+    "_approval",
+    "_usage_limits",
+    "_instructions",
+    "_claims",
+    "_background",
+    "_text",
+    "_stream",
+}
+AGENT_SHARED = {
+    "_runner",
+    "_events",
+    "_result",
+    "_options",
+    "_context",
+    "_hooks",
+    "_parent",
+    "_outputs",
+    "_arguments",
+    "_extension",
+}
+
+
+def test_the_agent_package_shows_its_seam() -> None:
+    modules = {m.rpartition(".")[2]: p for m, p in _modules() if m.startswith("dive.agent._")}
+    assert set(modules) == AGENT_DRIVER | AGENT_FEATURES | AGENT_SHARED
+    assert not (AGENT_DRIVER & AGENT_FEATURES)
+    assert not (AGENT_DRIVER & AGENT_SHARED)
+    assert not AGENT_FEATURES & AGENT_SHARED
+    crossing = sorted(
+        f"{name} imports {target}"
+        for name, path in modules.items()
+        if name not in AGENT_DRIVER
+        for target in _imports(f"dive.agent.{name}", path)
+        if target.startswith("dive.agent._") and target.split(".")[2] in AGENT_DRIVER
+    )
+    assert crossing == []

@@ -69,7 +69,7 @@ EXPORTS: dict[str, list[str]] = {
         "tool",
     ],
     "dive.errors": [
-            "AuthenticationError",
+        "AuthenticationError",
         "BatchHaltedError",
         "ConflictingToolResultError",
         "ContinueWithInputError",
@@ -132,7 +132,7 @@ EXPORTS: dict[str, list[str]] = {
         "UnsupportedSchemaError",
         "UnsupportedSettingError",
         "UserError",
-],
+    ],
     "dive.messages": [
         "BLOCK_CLASSES",
         "Base64Source",
