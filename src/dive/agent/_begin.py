@@ -42,7 +42,7 @@ from dive.turns import (
     recover_running_turn,
     reminder_message,
 )
-from dive.turns._engine import CallLedger, TurnState, turn_from_suspension
+from dive.turns._engine import CallLedger, TurnCounters, TurnState, turn_from_suspension
 
 __all__ = ["CONTINUE_TEXT", "Plan", "RunOptions", "check_arguments", "load_snapshot", "prepare_run"]
 
@@ -325,9 +325,7 @@ def _new_state(
             definition_of=config.static.definition_of,
         ),
         prior_usage=folded.usage,
-        model_calls=folded.model_calls,
-        iterations=folded.iterations,
-        budget_start=folded.model_calls,  # a continuation grants a fresh budget
+        counters=TurnCounters.of(folded).with_fresh_budget(),  # a continuation grants one
         revision=revision,
         created_at=folded.created_at,
         clock=runner.now,

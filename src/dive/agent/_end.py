@@ -229,7 +229,7 @@ def _result(
 ) -> RunResult[Any]:
     state = run.state
     last = state.last_response
-    has_output, output = state.has_output, state.output
+    has_output, output = run.output.accepted, run.output.value
     if status != "completed":
         has_output, output = False, None
     elif not has_output and run.config.output.text:

@@ -284,7 +284,7 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
             return None if isinstance(verdict, Retry) else verdict
     if group is not None and group.ending:
         result = group.results.get(group.ending[0])
-        if run.config.output.text and not state.has_output and result is not None:
+        if run.config.output.text and not run.output.accepted and result is not None:
             # a terminal call's result is the final output, once the validators accept it
             verdict = await accept(run, result.text)
             if verdict is not None:

@@ -42,7 +42,7 @@ def _failed_attempt(run: Run, message: str, what: str, *, told: bool = False) ->
 
     ``told``: the model already saw ``message`` (in a tool result), so no reminder is added.
     """
-    failures = run.state.count_output_failure()
+    failures = run.output.count_failure()
     if failures > run.config.output_retries:
         err = OutputValidationError(
             f"the output was not accepted after {failures} attempt(s): {what}",
@@ -60,14 +60,14 @@ async def accept(run: Run, value: Any) -> Verdict:
     value, retry = await run.config.output.check(run.run_context(), value)
     if retry is not None:
         return _failed_attempt(run, retry, _VALIDATOR_RETRY)
-    run.state.set_output(value)
+    run.output.accept(value)
     return None
 
 
 async def text_output(run: Run) -> Verdict:
     """A final text answer: the output itself, or JSON of it (native and prompted modes)."""
     spec = run.config.output
-    if spec.tools and not run.state.has_output:
+    if spec.tools and not run.output.accepted:
         names = " or ".join(t.name for t in spec.tools)
         return _failed_attempt(
             run,
@@ -92,7 +92,7 @@ async def check_submissions(
     for c in calls:
         tool = spec.tool_named(c.name)
         res = results.get(c.id)
-        if tool is None or res is None or run.state.has_output:
+        if tool is None or res is None or run.output.accepted:
             continue
         if not res.is_error:
             value, err = tool.validate(c.arguments)
@@ -110,4 +110,4 @@ async def check_submissions(
         if not isinstance(verdict, Retry):
             return verdict
         rejected = True
-    return RETRY if rejected and not run.state.has_output else None
+    return RETRY if rejected and not run.output.accepted else None

@@ -22,6 +22,7 @@ from dive.agent._hooks import (
     HookPolicy,
     run_hooks,
 )
+from dive.agent._output import OutputAttempts
 from dive.agent._runner import Runner, StepRef
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
@@ -44,6 +45,7 @@ class Run:
         "config",
         "events",
         "model_retries",
+        "output",
         "runner",
         "session_id",
         "setup",
@@ -68,6 +70,8 @@ class Run:
         self.tools: ToolIndex = setup.config.static
         """The tools of the current model call (``use_tools`` changes them)."""
         self._background: list[BackgroundTaskHandle] = []
+        self.output: Final = OutputAttempts()
+        """The structured output: accepted value and failed attempts."""
         self._ref: StepRef | None = None
         self.model_retries: dict[str, int] = {}  # tool name -> ModelRetry raised in a row
 
@@ -107,7 +111,7 @@ class Run:
             agent_name=self.config.name,
             iteration=state.iterations,
             messages=tuple(state.working),
-            output_retries_used=state.output_failures,
+            output_retries_used=self.output.failures,
         )
 
     def check_soft_cancel(self) -> None:

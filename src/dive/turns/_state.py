@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from dive.llm import ModelResponse, ResponseAccumulator, Usage
 from dive.messages import (
@@ -24,6 +24,7 @@ from dive.messages import (
     ToolDefinition,
     ToolResult,
 )
+from dive.turns._counters import TurnCounters
 from dive.turns._group import OpenGroup
 from dive.turns._ledger import CallLedger, Transition
 from dive.turns._records import (
@@ -64,20 +65,15 @@ class TurnState:
 
     __slots__ = (
         "_accepted",
-        "_budget_start",
         "_clock",
+        "_counters",
         "_created_at",
         "_group",
-        "_has_output",
         "_history",
-        "_iterations",
         "_last_response",
         "_ledger",
-        "_model_calls",
         "_model_only",
         "_origin",
-        "_output",
-        "_output_failures",
         "_prior_usage",
         "_queued",
         "_record",
@@ -101,9 +97,7 @@ class TurnState:
         system_prompt: str,
         ledger: CallLedger | None = None,
         prior_usage: Usage | None = None,
-        model_calls: int = 0,
-        iterations: int = 0,
-        budget_start: int = 0,
+        counters: TurnCounters | None = None,
         revision: int = 0,
         created_at: datetime | None = None,
         accepted: Mapping[str, JSONValue] | None = None,
@@ -126,14 +120,9 @@ class TurnState:
         self._usage = Usage.ZERO
         self._prior_usage = prior_usage or Usage.ZERO
         self._usage_unknown = False
-        self._model_calls = model_calls
-        self._iterations = max(iterations, model_calls)
-        self._budget_start = budget_start
+        self._counters = counters or TurnCounters()
         self._revision = revision
         self._queued: list[tuple[Reminder, bool]] = []
-        self._output: Any = None
-        self._has_output = False
-        self._output_failures = 0
         self._last_response: ModelResponse | None = None
         self._stream: ResponseAccumulator | None = None
         self._accepted: dict[str, JSONValue] = dict(accepted or {})
@@ -175,9 +164,7 @@ class TurnState:
                 definition_of=definition_of,
             ),
             prior_usage=s.usage,
-            model_calls=s.model_calls,
-            iterations=s.iterations,
-            budget_start=s.budget_start,
+            counters=TurnCounters.of(s),
             revision=revision,
             created_at=stored.created_at,
             accepted=s.accepted,
@@ -427,34 +414,42 @@ class TurnState:
     @property
     def model_calls(self) -> int:
         """Model calls of the turn (pause resends excluded), across suspensions."""
-        return self._model_calls
+        return self._counters.model_calls
 
     @property
     def iterations(self) -> int:
         """Every model call of the turn, pause resends included (``pre_iteration``'s count)."""
-        return self._iterations
+        return self._counters.iterations
+
+    @property
+    def counters(self) -> TurnCounters:
+        """The turn's counts, one frozen value."""
+        return self._counters
 
     @property
     def budget_used(self) -> int:
         """Model calls counted against ``max_model_calls_per_turn`` (since a fresh budget)."""
-        return self._model_calls - self._budget_start
+        c = self._counters
+        return c.model_calls - c.budget_start
 
     @property
     def position(self) -> tuple[int, int]:
         """``(revision, iterations)``: where the turn stands, in one read."""
-        return self._revision, self._iterations
+        return self._revision, self._counters.iterations
 
     def count_iteration(self) -> None:
         """A model call was made."""
-        self._iterations += 1
+        c = self._counters
+        self._counters = TurnCounters(c.model_calls, c.iterations + 1, c.budget_start)
 
     def count_model_call(self) -> None:
         """A model call that counts against the limit completed."""
-        self._model_calls += 1
+        c = self._counters
+        self._counters = TurnCounters(c.model_calls + 1, c.iterations, c.budget_start)
 
     def grant_fresh_budget(self) -> None:
         """A ``stop`` continuation: the model-call limit counts from here."""
-        self._budget_start = self._model_calls
+        self._counters = self._counters.with_fresh_budget()
 
     @property
     def usage(self) -> Usage:
@@ -507,37 +502,6 @@ class TurnState:
         """The accumulator of an interrupted model call, once."""
         acc, self._stream = self._stream, None
         return acc
-
-    # --- structured output ---------------------------------------------------------------------
-
-    @property
-    def output(self) -> Any:
-        """The accepted structured output, if any."""
-        return self._output
-
-    @property
-    def has_output(self) -> bool:
-        """True once an output was accepted (it may itself be None, 0 or False)."""
-        return self._has_output
-
-    @property
-    def output_failures(self) -> int:
-        """Failed output attempts so far."""
-        return self._output_failures
-
-    def set_output(self, value: Any) -> None:
-        """Accept the output.
-
-        Args:
-            value: the validated output (``result.output``).
-        """
-        self._output = value
-        self._has_output = True
-
-    def count_output_failure(self) -> int:
-        """Count a failed structured-output attempt; returns the count."""
-        self._output_failures += 1
-        return self._output_failures
 
     # --- reminders -----------------------------------------------------------------------------
 
@@ -647,13 +611,10 @@ class TurnState:
             tool_calls=self._ledger.records(),
             usage=self.turn_usage,
             created_at=self._created_at,
-            model_calls=self._model_calls,
-            executed_tool_calls=self._ledger.executed,
-            iterations=self._iterations,
-            budget_start=self._budget_start,
             outcome=outcome,
             suspension=suspension,
             finished_at=finished_at,
+            **self._counters.fields(self._ledger.executed),
         )
 
     def suspend(self) -> SuspensionState:
@@ -678,9 +639,6 @@ class TurnState:
             origin=self._origin,
             accepted=dict(self._accepted),
             context=dict(group.context),
-            model_calls=self._model_calls,
-            executed_tool_calls=ledger.executed,
-            iterations=self._iterations,
-            budget_start=self._budget_start,
             tool_calls=ledger.records(),
+            **self._counters.fields(ledger.executed),
         )
