@@ -323,13 +323,17 @@ def test_nothing_imports_the_cli() -> None:
 # --- one owner of turn and call state ----------------------------------------------------------
 
 
+OWNERS = ("calls", "transcript")
+
+
 def test_turn_state_has_no_settable_public_attributes() -> None:
     from dive.turns import TurnView
-    from dive.turns._engine import CallLedger, OpenGroup, TurnState
+    from dive.turns._engine import CallLedger, OpenGroup, Transcript, TurnState
 
-    for cls in (TurnState, CallLedger, OpenGroup, TurnView):
+    for cls in (TurnState, Transcript, CallLedger, OpenGroup, TurnView):
         slots = [s for klass in cls.__mro__ for s in getattr(klass, "__slots__", ())]
-        public_slots = [s for s in slots if not s.startswith("_") and s != "calls"]
+        # a TurnState's owners are Final attributes: the ledger and the transcript
+        public_slots = [s for s in slots if not s.startswith("_") and s not in OWNERS]
         assert public_slots == [], cls
         for name, member in inspect.getmembers(cls):
             if name.startswith("_") or not isinstance(member, property):

@@ -337,7 +337,7 @@ async def _session_start(run: Run) -> None:
     out = await run.hook("session_start", session_start_source="new")
     for value in out.returned:
         if isinstance(value, SessionStartResult):
-            run.state.seed(value.messages, persist=value.persist)
+            run.state.transcript.seed(value.messages, persist=value.persist)
 
 
 async def prepare_run(
@@ -379,11 +379,11 @@ async def prepare_run(
     if config.hooks.session_start and fresh:
         await _session_start(run)
     for m in plan.record:
-        state.add(m)
+        state.transcript.add(m)
     for m in plan.model_only:
-        state.add_model_only(m)
+        state.transcript.add_model_only(m)
     if o.reminders:
         at = runner.now()
         for rem in o.reminders:
-            state.add_model_only(reminder_message(rem, at=at))
+            state.transcript.add_model_only(reminder_message(rem, at=at))
     return run

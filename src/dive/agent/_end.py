@@ -73,7 +73,7 @@ def _settle_in_flight(run: Run, ending: Incomplete) -> list[str]:
         ids.extend(c.id for c in group.calls)
         state.calls.close(ids)
         for m in group.messages():
-            state.add(m)
+            state.transcript.add(m)
     ids.extend(c.id for c in ending.unrun if c.id not in ids)
     ids.extend(_salvage_stream(run))
     return ids
@@ -132,15 +132,15 @@ async def _close(run: Run, ending: Incomplete) -> TurnOutcome:
     outcome = _outcome(run, ending, ids)
     state = run.state
     messages = close_turn(
-        state.record,
+        state.transcript.record,
         outcome,
-        recorded_reminders=state.take_recorded_reminders(),
+        recorded_reminders=state.transcript.take_recorded_reminders(),
         at=run.runner.now(),
     )
     await _pay_owed_events(run, messages)
     if run.config.hooks.on_incomplete_turn:
         messages, outcome = await _on_incomplete(run, messages, outcome)
-    state.close_record(messages)
+    state.transcript.close_record(messages)
     return outcome
 
 
@@ -184,8 +184,8 @@ def _complete(run: Run, ending: Completed) -> None:
     state = run.state
     if ending.unrun:  # a refusal: its calls are answered "Not run", no note
         states = {c.id: "not_started" for c in ending.unrun}
-        state.close_record(answer_open_calls(state.record, states))
-    state.flush_reminders()
+        state.transcript.close_record(answer_open_calls(state.transcript.record, states))
+    state.transcript.flush_reminders()
 
 
 async def _on_suspend(run: Run, ending: Suspended) -> Incomplete | None:
@@ -194,7 +194,9 @@ async def _on_suspend(run: Run, ending: Suspended) -> Incomplete | None:
     if not (ending.new and hooks):
         return None
     try:
-        await run.hook("on_suspend", status="suspended", output_messages=list(run.state.record))
+        await run.hook(
+            "on_suspend", status="suspended", output_messages=list(run.state.transcript.record)
+        )
     except HookAbort as exc:
         return Incomplete(reason="hook_abort", error=exc, hook="on_suspend")
     return None
@@ -239,7 +241,7 @@ def _result(
         turn=turn,
         usage=state.usage,
         output_messages=turn.messages,
-        history=state.history,
+        history=state.transcript.history,
         items=run.events.items,
         error=error,
         stop_reason=last.stop_reason if last is not None else None,

@@ -43,10 +43,10 @@ class _Deadline(Exception):
 
 async def _pre_generation(run: Run) -> None:
     state = run.state
-    out = await run.hook("pre_generation", messages=list(state.working))
-    state.set_system_prompt(out.changed["system_prompt"])
-    state.replace_working(out.changed["messages"])
-    state.queue_reminders(out.reminders)
+    out = await run.hook("pre_generation", messages=list(state.transcript.working))
+    state.transcript.set_system_prompt(out.changed["system_prompt"])
+    state.transcript.replace_working(out.changed["messages"])
+    state.transcript.queue_reminders(out.reminders)
 
 
 async def _timed(run: Run) -> Ending:

@@ -154,7 +154,7 @@ async def _pre_tool_use(run: Run, p: Prepared) -> bool:
     """Run ``pre_tool_use`` hooks; False when the call was denied and answered."""
     out = await run.hook("pre_tool_use", tool=p.tool, call=p.call)
     state = run.state
-    state.queue_reminders(out.reminders)
+    state.transcript.queue_reminders(out.reminders)
     p.approved = out.changed["approved"]
     context: str | None = out.changed["additional_context"]
     if context:

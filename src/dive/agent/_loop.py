@@ -60,19 +60,21 @@ async def _pre_iteration(run: Run, settings: ModelSettings) -> ModelSettings:
     state = run.state
     out = await run.hook(
         "pre_iteration",
-        messages=list(state.working),
+        messages=list(state.transcript.working),
         model_settings=settings,
         iteration=state.iterations,
     )
-    state.set_system_prompt(out.changed["system_prompt"])
-    state.replace_working(out.changed["messages"])
-    state.queue_reminders(out.reminders)
+    state.transcript.set_system_prompt(out.changed["system_prompt"])
+    state.transcript.replace_working(out.changed["messages"])
+    state.transcript.queue_reminders(out.reminders)
     return out.changed["model_settings"] or settings
 
 
 async def _stop_hooks(run: Run, active: bool) -> StopDecision | None:
-    out = await run.hook("stop", stop_hook_active=active, output_messages=list(run.state.record))
-    run.state.queue_reminders(out.reminders)
+    out = await run.hook(
+        "stop", stop_hook_active=active, output_messages=list(run.state.transcript.record)
+    )
+    run.state.transcript.queue_reminders(out.reminders)
     for value in out.returned:
         if isinstance(value, StopDecision) and value.continue_:
             return value
@@ -129,7 +131,7 @@ async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, boo
     if decision is None:
         return COMPLETED, stop_active
     state = run.state
-    state.add(
+    state.transcript.add(
         reminder_message(
             Reminder(
                 name="stop-continuation",
@@ -138,7 +140,7 @@ async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, boo
             at=run.runner.now(),
         )
     )
-    state.reappend_model_only()
+    state.transcript.reappend_model_only()
     state.grant_fresh_budget()
     return None, True
 
@@ -158,7 +160,7 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     instructions = config.instructions
     if instructions.dynamic:
         text = await instructions.render(run.run_context())
-        state.render_system_prompt(config.system_prompt(text))
+        state.transcript.render_system_prompt(config.system_prompt(text))
     if last_allowed and limits.force_final_answer and defs:
         settings = settings.merge(_NONE)
     if run.config.hooks.pre_iteration:
@@ -166,8 +168,8 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     if run.cancel is not None:
         run.check_soft_cancel()
     return ModelRequest(
-        system=state.system_prompt,
-        messages=tuple(state.working),
+        system=state.transcript.system_prompt,
+        messages=tuple(state.transcript.working),
         tools=defs,
         settings=settings,
         prompt_cache_key=run.setup.prompt_cache_key,
@@ -292,7 +294,7 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
         return COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
         final = TextBlock(text=FINAL_ANSWER_TEXT)
-        state.add(Message(role="user", content=(final,), created_at=run.runner.now()))
+        state.transcript.add(Message(role="user", content=(final,), created_at=run.runner.now()))
     return None
 
 
@@ -314,7 +316,7 @@ async def run_loop(run: Run) -> Ending:
         await checkpoint_step(run, "the first model call")
     budgeted = run.budgeted
     while True:
-        state.flush_reminders()
+        state.transcript.flush_reminders()
         if run.cancel is not None:
             run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
@@ -330,7 +332,7 @@ async def run_loop(run: Run) -> Ending:
             pauses += 1
             if pauses > limits.max_pause_continuations:
                 state.count_model_call()
-                state.drop_unanswered_server_calls()
+                state.transcript.drop_unanswered_server_calls()
                 return _incomplete("pause")
             continue
         pauses = 0

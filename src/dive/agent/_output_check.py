@@ -51,7 +51,7 @@ def _failed_attempt(run: Run, message: str, what: str, *, told: bool = False) ->
         return Incomplete(reason="error", error=err)
     if not told:
         reminder = Reminder(name="output-retry", content=message)
-        run.state.add(reminder_message(reminder, at=run.runner.now()))
+        run.state.transcript.add(reminder_message(reminder, at=run.runner.now()))
     return RETRY
 
 
@@ -77,7 +77,7 @@ async def text_output(run: Run) -> Verdict:
         )
     if spec.tools:
         return None
-    value, problem = spec.parse_text(answer_text(run.state.record))
+    value, problem = spec.parse_text(answer_text(run.state.transcript.record))
     if problem is not None:
         return _failed_attempt(run, problem, problem)
     return await accept(run, value)

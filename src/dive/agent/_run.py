@@ -110,7 +110,7 @@ class Run:
             session_id=self.session_id,
             agent_name=self.config.name,
             iteration=state.iterations,
-            messages=tuple(state.working),
+            messages=tuple(state.transcript.working),
             output_retries_used=self.output.failures,
         )
 
@@ -181,7 +181,7 @@ class Run:
                 id=state.turn_id,
                 origin=state.origin,
                 status=status,
-                messages=tuple(record if record is not None else state.record),
+                messages=tuple(record if record is not None else state.transcript.record),
                 tool_calls=state.calls.records(),
                 usage=state.turn_usage,
                 model_calls=state.model_calls,
@@ -197,7 +197,7 @@ class Run:
             session=setup.session,
             turn=view,
         )
-        ctx.system_prompt = state.system_prompt
+        ctx.system_prompt = state.transcript.system_prompt
         return ctx
 
 

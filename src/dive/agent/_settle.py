@@ -154,6 +154,6 @@ async def post_hooks(
     context: str | None = out.changed["additional_context"]
     if context:
         run.state.group_context(call.id, context)
-    run.state.queue_reminders(out.reminders)
+    run.state.transcript.queue_reminders(out.reminders)
     replaced: ToolResult | None = out.changed["tool_result"]
     return replaced if replaced is not None else result

@@ -20,6 +20,7 @@ from dive.turns._recover import (
     turn_from_suspension,
 )
 from dive.turns._state import TurnState
+from dive.turns._transcript import Transcript
 
 __all__ = [
     "PHASE_STATE",
@@ -33,6 +34,7 @@ __all__ = [
     "Phase",
     "ResumeRejected",
     "Suspended",
+    "Transcript",
     "Transition",
     "TurnCounters",
     "TurnState",
