@@ -32,6 +32,7 @@ from dive.agent import (
     CancelToken,
     Durability,
     Limits,
+    Runner,
     RunResult,
     ToolCallEvent,
     ToolCallResultEvent,
@@ -168,7 +169,7 @@ def check_started_never_not_run(messages: tuple[Message, ...], started: set[str]
             assert r.text != NOT_RUN_TEXT, f"started call {r.tool_call_id} reported Not run"
 
 
-async def check_crash(written: list[Turn], crash_at: int) -> None:
+async def check_crash(written: list[Turn], crash_at: int, runner: Runner | None = None) -> None:
     """Recover from a crash right after one of the running checkpoints."""
     running = [t for t in written if t.status == "running"]
     if not running:
@@ -177,7 +178,7 @@ async def check_crash(written: list[Turn], crash_at: int) -> None:
     crashed = MemorySessionStore()
     await crashed.checkpoint("c", snapshot, expected_revision=0)
     agent = make_agent(World(), ScriptedModel([text("recovered")]), crashed)
-    recovered = await agent.run(continue_turn=True, session=crashed.session("c"))
+    recovered = await agent.run(continue_turn=True, session=crashed.session("c"), runner=runner)
     assert recovered.status == "completed"
     closed = recover_running_turn(snapshot)
     assert closed.status == "incomplete"
@@ -192,20 +193,21 @@ async def check_crash(written: list[Turn], crash_at: int) -> None:
 
 
 async def resume_until_done(
-    agent: Agent, result: RunResult[str], model: ScriptedModel
+    agent: Agent, result: RunResult[str], model: ScriptedModel, runner: Runner | None = None
 ) -> RunResult[str]:
     for _ in range(4):
         if result.status != "suspended":
             break
         assert result.turn.suspension is not None
         answers = {p.id: "answer" for p in result.turn.suspension.pending_tool_calls}
-        result = await agent.run(tool_results=answers)
+        result = await agent.run(tool_results=answers, runner=runner)
         assert result.turn.model_calls <= 4, "the model-call limit counts across suspensions"
         assert len(model.requests) <= 4
     return result
 
 
-async def scenario(case: Case) -> None:
+async def scenario(case: Case, runner: Runner | None = None) -> None:
+    """One random script; ``runner`` carries every effect (default: in process)."""
     items, interruption, when = case.items, case.interruption, case.when
     world = World()
     store = CopyingStore()
@@ -226,7 +228,7 @@ async def scenario(case: Case) -> None:
     elif interruption == "soft":
         loop.call_later(when, token.soft_cancel)
     events: list[AgentEvent] = []
-    result = await agent.run("start", cancel=token, on_event=events.append)
+    result = await agent.run("start", cancel=token, on_event=events.append, runner=runner)
     check_events(events)
     if result.status != "suspended":  # a suspended turn waits for its pending results
         validate_complete_turns(result.turn.messages)
@@ -243,18 +245,18 @@ async def scenario(case: Case) -> None:
     validate_complete_turns(forked)
     check_started_never_not_run(tuple(forked), world.started)
     if case.durable:
-        await check_crash(list(store.written), case.crash_at)
+        await check_crash(list(store.written), case.crash_at, runner)
 
-    result = await resume_until_done(agent, result, model)
+    result = await resume_until_done(agent, result, model, runner)
     if result.status == "suspended":
-        await agent.cancel_suspended_turn()
+        await agent.cancel_suspended_turn(runner=runner)
     validate_complete_turns(await store.session("prop").messages())
     # Continue to a completed turn; no tool runs again.
     runs_before = world.runs
     agent.model = ScriptedModel([text("all done")])
     agent.limits = Limits(max_model_calls_per_turn=4, response_timeout=None)
     events2: list[AgentEvent] = []
-    again = await agent.run(continue_turn=True, on_event=events2.append)
+    again = await agent.run(continue_turn=True, on_event=events2.append, runner=runner)
     assert again.status == "completed", again.outcome
     assert world.runs == runs_before
     check_events(events2)

@@ -39,6 +39,7 @@ from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import ModelRetry, OutputMode, OutputValidator
 from dive.agent._outputs import to_tool_result
 from dive.agent._result import RunResult
+from dive.agent._runner import InProcessRunner, ModelCall, Runner, StepRef, ToolOutcome, ToolTask
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
 from dive.agent._usage_limits import UsageLimits
@@ -101,6 +102,12 @@ __all__ = [
     "Reminder",
     "RunContext",
     "RunResult",
+    "Runner",
+    "InProcessRunner",
+    "ModelCall",
+    "StepRef",
+    "ToolOutcome",
+    "ToolTask",
     "SessionStartResult",
     "StopDecision",
     "SuspensionState",

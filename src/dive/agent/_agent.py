@@ -38,6 +38,7 @@ from dive.agent._instructions import Instructions, InstructionsSpec
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputMode, OutputSpec, OutputValidator
 from dive.agent._result import RunResult
+from dive.agent._runner import IN_PROCESS, Runner
 from dive.agent._setup import AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
@@ -294,6 +295,7 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """Run one turn. Raises only before the turn boundary; see ``RunResult``.
 
@@ -317,6 +319,8 @@ class Agent(Generic[OutputT, DepsT]):
             values: untyped shared values (``ctx.values``), mutable by tools and hooks.
             prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
             model_settings: settings merged over the agent's for this run.
+            runner: where the turn's effects happen (model and tool calls, store reads and
+                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
 
         Resume a suspended turn with ``tool_results={call_id: result or ToolApproval}``
         (statelessly: plus ``history=`` and ``suspension=``).
@@ -342,7 +346,8 @@ class Agent(Generic[OutputT, DepsT]):
         for r in reminders:
             if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise InvalidRunError("reminders must be Reminder objects")
-        new = input_messages(input) if input is not None else []
+        effects = runner if runner is not None else IN_PROCESS
+        new = input_messages(input, effects.now()) if input is not None else []
         options = RunOptions(
             new=new,
             history=history,
@@ -359,13 +364,14 @@ class Agent(Generic[OutputT, DepsT]):
             expected_revision=expected_revision,
             tool_results=tool_results,
             suspension=suspension,
+            runner=effects,
         )
         config = self._config()
         if chosen is None:
             return await self._start(config, options, None, None)
         async with session_lock(chosen.id):
             if not self.durability.claim:
-                snap = await load_snapshot(config, chosen)
+                snap = await load_snapshot(config, chosen, effects)
                 return await self._start(config, options, chosen, snap)
             token = CancelToken(parent=cancel)
             keeper = ClaimKeeper(
@@ -373,16 +379,17 @@ class Agent(Generic[OutputT, DepsT]):
                 self.durability.owner or process_owner(),
                 self.durability.claim_ttl,
                 token,
+                effects,
             )
             async with keeper:
-                snap = await load_snapshot(config, chosen)
+                snap = await load_snapshot(config, chosen, effects)
                 options = replace(options, cancel=token)
                 return await self._start(config, options, chosen, snap, keeper)
 
-    async def _session_spent(self, session: Session | None) -> SessionSpent | None:
+    async def _session_spent(self, session: Session | None, runner: Runner) -> SessionSpent | None:
         if self.session_usage_limits is None or session is None:
             return None
-        return spent_by(await session.turns())
+        return spent_by(await runner.load_turns(session))
 
     def _check_deps(self, deps: object) -> None:
         expected = self.deps_type
@@ -422,7 +429,8 @@ class Agent(Generic[OutputT, DepsT]):
             prompt_cache_key=o.prompt_cache_key or self._cache_key(session),
             claim=keeper,
             background=o.background_results,
-            session_spent=await self._session_spent(session),
+            session_spent=await self._session_spent(session, o.runner),
+            runner=o.runner,
         )
         run = await prepare_run(setup, o, snap, self.system_prompt())
         return cast("RunResult[OutputT]", await execute(run))
@@ -434,11 +442,19 @@ class Agent(Generic[OutputT, DepsT]):
         history: Sequence[Message] | None = None,
         suspension: SuspensionState | None = None,
         on_event: EventHandler | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """Close a suspended turn without a model call (outcome ``canceled``).
 
         Calls whose tool suspended become ``unknown``; calls held at the approval gate
         ``not_started``. The closed turn replaces the suspended one.
+
+        Args:
+            session: the session (the agent's by default; ``None`` for a stateless cancel).
+            history: the history before the suspended turn (stateless).
+            suspension: the ``SuspensionState`` of the suspended turn (stateless).
+            on_event: called with every event (sync or async).
+            runner: where the store reads and writes happen (default: in process).
         """
         chosen = self.session if isinstance(session, _Default) else session
         if chosen is not None and (history is not None or suspension is not None):
@@ -450,6 +466,7 @@ class Agent(Generic[OutputT, DepsT]):
             history=history,
             suspension=suspension,
             on_event=on_event,
+            runner=runner if runner is not None else IN_PROCESS,
         )
         return cast("RunResult[OutputT]", result)
 
@@ -480,6 +497,7 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> RunResult[OutputT]:
         """The blocking form of ``run`` (not from inside a running event loop).
 
@@ -511,6 +529,7 @@ class Agent(Generic[OutputT, DepsT]):
             model_settings=model_settings,
             on_event=on_event,
             on_text=on_text,
+            runner=runner,
         )
         return asyncio.run(coro)
 
@@ -532,6 +551,7 @@ class Agent(Generic[OutputT, DepsT]):
         values: Mapping[str, Any] | None = None,
         prompt_cache_key: str | None = None,
         model_settings: ModelSettings | None = None,
+        runner: Runner | None = None,
     ) -> AgentStream[OutputT]:
         """The run's events as they happen: ``async for event in agent.stream(...)``.
 
@@ -558,6 +578,7 @@ class Agent(Generic[OutputT, DepsT]):
                 prompt_cache_key=prompt_cache_key,
                 model_settings=model_settings,
                 on_event=handler,
+                runner=runner,
             )
 
         return AgentStream(start, self.output)

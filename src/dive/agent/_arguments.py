@@ -7,11 +7,12 @@ the model, ``output_type`` (``None`` is ``str``, a list is a union) and the run'
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Union, cast
 
 from dive.errors import InvalidRunError, UserError
 from dive.llm import Model
-from dive.messages import BLOCK_CLASSES, Message
+from dive.messages import BLOCK_CLASSES, Message, TextBlock
 from dive.tools import FunctionTool, Tool
 
 __all__ = [
@@ -81,9 +82,12 @@ def type_name(tp: object) -> str:
     return getattr(tp, "__name__", None) or repr(tp)
 
 
-def input_messages(value: UserInput) -> list[Message]:
+def input_messages(value: UserInput, at: datetime | None = None) -> list[Message]:
+    """The input as messages; text becomes a user message created ``at``."""
     if isinstance(value, str):
-        return [Message.user(value)]
+        if at is None:
+            return [Message.user(value)]
+        return [Message(role="user", content=(TextBlock(text=value),), created_at=at)]
     if isinstance(value, Message):
         return [value]
     items = list(cast("Sequence[Any]", value))

@@ -152,7 +152,7 @@ def _final(call: ToolCall, task: asyncio.Future[Any], stopped: str | None) -> To
     if exc is not None:
         return error_result(call, f"Tool execution error: {exc}")
     value = task.result()
-    if isinstance(value, tuple):  # a parallel batch task: (prepared call, ExecResult | None)
+    if isinstance(value, tuple):  # a parallel batch task: (prepared call, ToolOutcome | None)
         value = cast("tuple[Any, Any]", value)[1]
         if value is None:
             return error_result(call, f'Tool "{call.name}" never started.')

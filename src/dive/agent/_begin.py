@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from dive.agent._background import BackgroundResult
@@ -16,6 +17,7 @@ from dive.agent._hooks import HookContext, SessionStartResult, run_hooks
 from dive.agent._parent import PARENT_CALL
 from dive.agent._resume_plan import ResumePlan, plan_resume
 from dive.agent._run import Run
+from dive.agent._runner import IN_PROCESS, Runner
 from dive.agent._setup import AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler, EventSink
 from dive.errors import (
@@ -39,7 +41,6 @@ from dive.turns import (
     TurnOrigin,
     TurnState,
     is_reminder,
-    new_turn_id,
     recover_running_turn,
     reminder_message,
     turn_from_suspension,
@@ -72,6 +73,7 @@ class RunOptions:
     expected_revision: int | None
     tool_results: Mapping[str, Any] | None = None
     suspension: SuspensionState | None = None
+    runner: Runner = IN_PROCESS
 
 
 @dataclass(slots=True)
@@ -149,14 +151,16 @@ def _plan_resume(o: RunOptions, snap: SessionSnapshot | None) -> _Resume:
     return _Resume(state, stored, base, plan_resume(state, o.tool_results))
 
 
-async def load_snapshot(config: AgentConfig, session: Session) -> SessionSnapshot:
+async def load_snapshot(
+    config: AgentConfig, session: Session, runner: Runner = IN_PROCESS
+) -> SessionSnapshot:
     """Load, closing a turn a dead process left ``running`` (written back, then reloaded)."""
-    snap = await session.load()
+    snap = await runner.load(session)
     turn = snap.open_turn
     if turn is not None and turn.status == "running":
-        closed = recover_running_turn(turn, config.static.read_only)
-        await session.checkpoint(closed, expected_revision=snap.revision)
-        snap = await session.load()
+        closed = recover_running_turn(turn, config.static.read_only, at=runner.now())
+        await runner.write(session, closed, expected_revision=snap.revision)
+        snap = await runner.load(session)
     return snap
 
 
@@ -207,9 +211,11 @@ def _guards(
         )
 
 
-def _continuation(history: Sequence[Message], record: list[Message], plan: Plan) -> None:
+def _continuation(
+    history: Sequence[Message], record: list[Message], plan: Plan, at: datetime
+) -> None:
     tail = record[-1] if record else (history[-1] if history else None)
-    msg = reminder_message(Reminder(name="turn-continue", content=CONTINUE_TEXT))
+    msg = reminder_message(Reminder(name="turn-continue", content=CONTINUE_TEXT), at=at)
     if tail is not None and tail.role == "assistant":
         plan.record.append(msg)
     else:
@@ -223,7 +229,7 @@ def _without_note(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-def _background_reminder(results: Sequence[BackgroundResult]) -> Message:
+def _background_reminder(results: Sequence[BackgroundResult], at: datetime) -> Message:
     lines = [
         f"- {r.name} (tool call {r.tool_call_id}"
         f"{f', task {r.task_id}' if r.task_id else ''}, started in turn {r.turn_id}): "
@@ -231,11 +237,13 @@ def _background_reminder(results: Sequence[BackgroundResult]) -> Message:
         for r in results
     ]
     content = "Results of work that finished after its turn ended (background tasks):\n"
-    return reminder_message(Reminder(name="background-tasks", content=content + "\n".join(lines)))
+    reminder = Reminder(name="background-tasks", content=content + "\n".join(lines))
+    return reminder_message(reminder, at=at)
 
 
 def plan_turn(
     config: AgentConfig,
+    runner: Runner,
     *,
     snap: SessionSnapshot | None,
     history: Sequence[Message] | None,
@@ -271,12 +279,12 @@ def plan_turn(
                 record=_without_note(open_turn.messages),
                 folded=open_turn,
             )
-            _continuation(base, plan.record, plan)
+            _continuation(base, plan.record, plan, runner.now())
             return plan
         if not base:
             raise InvalidRunError("continue_turn=True needs a history to continue")
-        plan = Plan(turn_id=new_turn_id(), origin=TurnOrigin(kind="continue"), history=base)
-        _continuation(base, [], plan)
+        plan = Plan(turn_id=runner.new_turn_id(), origin=TurnOrigin(kind="continue"), history=base)
+        _continuation(base, [], plan, runner.now())
         return plan
     if background_results and not new_input:
         origin = TurnOrigin(kind="background", turn_id=background_results[0].turn_id)
@@ -287,14 +295,16 @@ def plan_turn(
         origin = replace(
             origin, parent_turn_id=parent.turn_id, parent_tool_call_id=parent.tool_call_id
         )
-    plan = Plan(turn_id=new_turn_id(), origin=origin, history=base)
+    plan = Plan(turn_id=runner.new_turn_id(), origin=origin, history=base)
     if background_results:
-        plan.record.append(_background_reminder(background_results))
+        plan.record.append(_background_reminder(background_results, runner.now()))
     plan.record.extend(new_input)
     return plan
 
 
-def _new_state(plan: Plan, config: AgentConfig, system_prompt: str, revision: int) -> TurnState:
+def _new_state(
+    plan: Plan, config: AgentConfig, system_prompt: str, revision: int, runner: Runner
+) -> TurnState:
     """The turn state of a new turn, or of an incomplete turn a continuation folds into."""
     folded = plan.folded
     if folded is None:
@@ -304,6 +314,7 @@ def _new_state(plan: Plan, config: AgentConfig, system_prompt: str, revision: in
             history=plan.history,
             system_prompt=system_prompt,
             revision=revision,
+            clock=runner.now,
         )
     return TurnState(
         turn_id=plan.turn_id,
@@ -321,6 +332,7 @@ def _new_state(plan: Plan, config: AgentConfig, system_prompt: str, revision: in
         budget_start=folded.model_calls,  # a continuation grants a fresh budget
         revision=revision,
         created_at=folded.created_at,
+        clock=runner.now,
     )
 
 
@@ -360,10 +372,13 @@ async def prepare_run(
             system_prompt=system_prompt,
             revision=revision,
             definition_of=config.static.definition_of,
+            clock=setup.runner.now,
         )
         return Run(setup, state, EventSink(o.on_event))
+    runner = setup.runner
     plan = plan_turn(
         config,
+        runner,
         snap=snap,
         history=o.history,
         new_input=o.new,
@@ -372,7 +387,7 @@ async def prepare_run(
         turn_id=o.turn_id,
         expected_revision=o.expected_revision,
     )
-    state = _new_state(plan, config, system_prompt, revision)
+    state = _new_state(plan, config, system_prompt, revision, runner)
     fresh = not plan.history and not o.continue_turn and plan.folded is None
     if config.hooks.session_start and fresh:
         await _session_start(setup, state)
@@ -380,6 +395,8 @@ async def prepare_run(
         state.add(m)
     for m in plan.model_only:
         state.add_model_only(m)
-    for rem in o.reminders:
-        state.add_model_only(reminder_message(rem))
+    if o.reminders:
+        at = runner.now()
+        for rem in o.reminders:
+            state.add_model_only(reminder_message(rem, at=at))
     return Run(setup, state, EventSink(o.on_event))

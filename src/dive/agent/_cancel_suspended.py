@@ -16,6 +16,7 @@ from typing import Any
 from dive.agent._end import end_turn
 from dive.agent._result import RunResult
 from dive.agent._run import Run
+from dive.agent._runner import Runner
 from dive.agent._setup import AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler, EventSink
 from dive.errors import NoSuspendedTurnError
@@ -40,20 +41,21 @@ async def cancel_suspended(
     history: Sequence[Message] | None,
     suspension: SuspensionState | None,
     on_event: EventHandler | None,
+    runner: Runner,
 ) -> RunResult[Any]:
     """See the module docstring."""
     if session is None:
         if suspension is None:
             raise NoSuspendedTurnError("pass session= or suspension= (with history=) to cancel")
         turn = turn_from_suspension(suspension)
-        return await _close(agent, config, turn, list(history or ()), None, 0, on_event)
+        return await _close(agent, config, turn, list(history or ()), None, 0, on_event, runner)
     async with session_lock(session.id):
-        snap = await session.load()
+        snap = await runner.load(session)
         turn = snap.open_turn
         if turn is None or turn.status != "suspended" or turn.suspension is None:
             raise NoSuspendedTurnError(f"session {session.id!r} has no suspended turn to cancel")
         base = list(snap.history)
-        return await _close(agent, config, turn, base, session, snap.revision, on_event)
+        return await _close(agent, config, turn, base, session, snap.revision, on_event, runner)
 
 
 async def _close(
@@ -64,6 +66,7 @@ async def _close(
     session: Session | None,
     revision: int,
     on_event: EventHandler | None,
+    runner: Runner,
 ) -> RunResult[Any]:
     setup = TurnSetup(
         agent=agent,
@@ -77,6 +80,7 @@ async def _close(
         deps=None,
         prompt_cache_key=None,
         stored=turn,
+        runner=runner,
     )
     state = TurnState.reopen(
         turn,
@@ -84,6 +88,7 @@ async def _close(
         system_prompt="",
         revision=revision,
         definition_of=config.static.definition_of,
+        clock=runner.now,
     )
     run = Run(setup, state, EventSink(on_event))
     ending = Incomplete(reason="canceled", error_text="the suspended turn was canceled")

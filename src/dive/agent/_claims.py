@@ -12,6 +12,7 @@ import os
 import secrets
 import socket
 
+from dive.agent._runner import IN_PROCESS, Runner
 from dive.errors import SessionClaimedError
 from dive.sessions import Session
 from dive.turns import CancelToken
@@ -29,7 +30,15 @@ def process_owner() -> str:
 class ClaimKeeper:
     """Holds a session claim for one run: renews it and cancels the run if it is lost."""
 
-    def __init__(self, session: Session, owner: str, ttl: float, token: CancelToken) -> None:
+    def __init__(
+        self,
+        session: Session,
+        owner: str,
+        ttl: float,
+        token: CancelToken,
+        runner: Runner = IN_PROCESS,
+    ) -> None:
+        self._runner = runner
         self._session = session
         self._owner = owner
         self._ttl = ttl
@@ -43,15 +52,15 @@ class ClaimKeeper:
         return self._lost
 
     async def __aenter__(self) -> ClaimKeeper:
-        await self._session.claim(self._owner, self._ttl)
+        await self._runner.claim(self._session, self._owner, self._ttl)
         self._task = asyncio.ensure_future(self._renew())
         return self
 
     async def _renew(self) -> None:
         while True:
-            await asyncio.sleep(self._ttl / 3)
+            await self._runner.sleep(self._ttl / 3)
             try:
-                await self._session.renew_claim(self._owner, self._ttl)
+                await self._runner.renew_claim(self._session, self._owner, self._ttl)
             except Exception as exc:
                 self._lost = (
                     exc
@@ -64,7 +73,7 @@ class ClaimKeeper:
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
             self._task.cancel()
-        release = asyncio.ensure_future(self._session.release_claim(self._owner))
+        release = asyncio.ensure_future(self._runner.release_claim(self._session, self._owner))
         try:
             await asyncio.wait_for(asyncio.shield(release), timeout=30)
         except (asyncio.CancelledError, TimeoutError):

@@ -30,7 +30,7 @@ async def checkpoint_step(run: Run, what: str) -> None:
     state = run.state
     turn = state.running_turn()
     limit = run.config.incomplete_turns.save_timeout
-    write = asyncio.ensure_future(session.checkpoint(turn, expected_revision=state.revision))
+    write = asyncio.ensure_future(run.runner.write(session, turn, expected_revision=state.revision))
     try:
         async with asyncio.timeout(limit):
             revision = await asyncio.shield(write)

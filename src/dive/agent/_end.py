@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, assert_never
 
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
@@ -58,7 +58,7 @@ def _salvage_stream(run: Run) -> list[str]:
     msg = Message(
         role="assistant",
         content=unique_call_ids(blocks, state.calls),
-        created_at=datetime.now(UTC),
+        created_at=run.runner.now(),
     )
     return [c.id for c in state.add_response(msg, run.tools.definition_of)]
 
@@ -96,9 +96,11 @@ def _outcome(run: Run, ending: Incomplete, ids: list[str]) -> TurnOutcome:
     )
 
 
-def _renote(messages: list[Message], outcome: TurnOutcome, late: list[Message]) -> list[Message]:
+def _renote(
+    messages: list[Message], outcome: TurnOutcome, late: list[Message], at: datetime
+) -> list[Message]:
     """Put late recorded reminders before the note, and make the note match ``outcome``."""
-    note = reminder_message(outcome_note(outcome))
+    note = reminder_message(outcome_note(outcome), at=at)
     for i in range(len(messages) - 1, -1, -1):
         if is_reminder(messages[i], "turn-incomplete"):
             return [*messages[:i], *late, note, *messages[i + 1 :]]
@@ -116,9 +118,10 @@ async def _on_incomplete(
     await run_hooks("on_incomplete_turn", hooks, ctx, run.config.log)
     changed = ctx.outcome or outcome
     out = list(ctx.output_messages)
-    late = [reminder_message(r) for r, keep in ctx.take_reminders() if keep]
+    at = run.runner.now()
+    late = [reminder_message(r, at=at) for r, keep in ctx.take_reminders() if keep]
     if changed != outcome or late:
-        out = _renote(out, changed, late)
+        out = _renote(out, changed, late, at)
     return out, changed
 
 
@@ -126,7 +129,12 @@ async def _close(run: Run, ending: Incomplete) -> TurnOutcome:
     ids = _settle_in_flight(run, ending)
     outcome = _outcome(run, ending, ids)
     state = run.state
-    messages = close_turn(state.record, outcome, recorded_reminders=state.take_recorded_reminders())
+    messages = close_turn(
+        state.record,
+        outcome,
+        recorded_reminders=state.take_recorded_reminders(),
+        at=run.runner.now(),
+    )
     await _pay_owed_events(run, messages)
     if run.config.hooks.on_incomplete_turn:
         messages, outcome = await _on_incomplete(run, messages, outcome)
@@ -154,7 +162,7 @@ async def _write(run: Run, turn: Turn) -> tuple[Turn, BaseException | None]:
         return turn, None
     limit = run.config.incomplete_turns.save_timeout
     state = run.state
-    task = asyncio.ensure_future(session.checkpoint(turn, expected_revision=state.revision))
+    task = asyncio.ensure_future(run.runner.write(session, turn, expected_revision=state.revision))
     done, _ = await asyncio.wait({task}, timeout=limit)
     if not done:
         task.cancel()
@@ -198,7 +206,7 @@ async def _stored(run: Run, result: RunResult[Any], error: BaseException) -> Run
     session = run.setup.session
     if session is not None:
         try:
-            snap = await session.load()
+            snap = await run.runner.load(session)
             turn = snap.open_turn or turn
         except Exception:
             run.config.log.exception("reloading the session after a failed write failed")
@@ -248,7 +256,7 @@ async def _rejected(run: Run, error: BaseException, span: AgentRunSpan | None) -
     stored = run.setup.stored
     assert stored is not None
     base = _result(run, "suspended", stored, None)
-    result = await _stored(run, replace(base, finished_at=datetime.now(UTC)), error)
+    result = await _stored(run, replace(base, finished_at=run.runner.now()), error)
     if span is not None:
         span.end(error)
     return await _terminal(run, result)

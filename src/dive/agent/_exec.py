@@ -1,5 +1,9 @@
 """Executing one tool call under its governance: timeout, retry policy, failures as data.
 
+The call itself is the runner's (``Runner.call_tool``); this module builds what the tool
+sees (its ``ToolContext``, the parent-call marker a run it starts records), its trace span,
+and where the usage it reports goes.
+
 ``timeout`` is a hard deadline around each attempt; on expiry the handler is cancelled and the
 call is answered ``Tool "x" timed out after N s.``. It is recorded ``unknown`` (it may have taken
 effect, so an incomplete turn advises ``reconcile``), except for a ``read_only`` tool: a read
@@ -15,44 +19,18 @@ exception becomes ``Tool execution error: <message>``; the traceback is logged, 
 
 from __future__ import annotations
 
-import asyncio
-import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from dive.agent._background import start_background, started_text
-from dive.agent._outputs import error_result, to_tool_result
 from dive.agent._parent import PARENT_CALL, ParentCall
 from dive.agent._run import Run
-from dive.errors import ToolFatalError
+from dive.agent._runner import ToolOutcome, ToolTask
 from dive.llm import Usage
-from dive.messages import ToolCall, ToolResult
-from dive.redaction import redact
-from dive.tools import Background, ResumedCall, Suspend, Tool, ToolContext, ToolReturn
+from dive.messages import ToolCall
+from dive.tools import ResumedCall, Tool, ToolContext
 from dive.tracing import ToolCallInfo
-from dive.turns import CallState, PendingToolCall
 
-__all__ = ["ExecResult", "execute_call"]
-
-
-@dataclass(frozen=True, slots=True)
-class ExecResult:
-    """What one call produced: its result and state (``unknown`` after most timeouts).
-
-    A call that returned ``Suspend`` has state ``waiting`` and ``pending`` set; its
-    ``result`` is a placeholder that is never recorded.
-    """
-
-    result: ToolResult
-    state: CallState = "completed"
-    error: str | None = None
-    pending: PendingToolCall | None = None
-    terminal: bool = False
-
-
-class _Timeout(Exception):
-    pass
+__all__ = ["execute_call"]
 
 
 class _UsageRoute:
@@ -76,100 +54,9 @@ class _UsageRoute:
             self.target = None
 
 
-async def _attempt(tool: Tool, value: Any, ctx: ToolContext, limit: float | None) -> Any:
-    if limit is None:
-        return await tool.call(value, ctx)
-    cm = asyncio.timeout(limit)
-    try:
-        async with cm:
-            return await tool.call(value, ctx)
-    except TimeoutError:
-        if cm.expired():
-            raise _Timeout() from None
-        raise
-
-
-def _fmt_seconds(seconds: float) -> str:
-    return f"{seconds:g}"
-
-
-async def _run_with_policy(
-    run: Run,
-    tool: Tool,
-    call: ToolCall,
-    value: Any,
-    ctx: ToolContext,
-    route: _UsageRoute | None = None,
-) -> ExecResult:
-    d = tool.definition
-    policy = d.retry_policy
-    attempts = 1
-    if policy is not None and (d.idempotent or d.read_only):
-        attempts = policy.max_attempts  # only a tool a repeat cannot harm is retried
-    last = ""
-    for k in range(attempts):
-        ctx.attempt = k + 1
-        try:
-            if d.timeout is None:
-                output = await tool.call(value, ctx)
-            else:
-                output = await _attempt(tool, value, ctx, d.timeout)
-        except _Timeout:
-            last = f'Tool "{call.name}" timed out after {_fmt_seconds(d.timeout or 0)} s.'
-            if k + 1 == attempts:
-                state: CallState = "completed" if d.read_only else "unknown"
-                return ExecResult(result=error_result(call, last), state=state, error=last)
-        except ToolFatalError as exc:
-            text = redact(f"Tool execution error: {exc}")
-            return ExecResult(result=error_result(call, text), error=redact(repr(exc)))
-        except Exception as exc:
-            run.config.log.error("tool %s (call %s) raised", call.name, call.id, exc_info=True)
-            last = redact(
-                f"Tool execution error: {exc}" if str(exc) else f"Tool execution error: {exc!r}"
-            )
-            if k + 1 == attempts:
-                if attempts > 1:
-                    last = f"{last} (after {attempts} attempts)"
-                return ExecResult(result=error_result(call, last), error=redact(repr(exc)))
-        else:
-            return _convert(run, tool, call, output, route)
-        assert policy is not None
-        delay = policy.delay(k)
-        await asyncio.sleep(delay + random.uniform(0, delay * 0.1))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _convert(
-    run: Run, tool: Tool, call: ToolCall, output: Any, route: _UsageRoute | None
-) -> ExecResult:
-    if isinstance(output, Suspend):
-        pending = PendingToolCall(
-            id=call.id,
-            name=call.name,
-            input=call.arguments,
-            prompt=output.prompt,
-            reason=output.reason,
-            metadata=output.metadata,
-            halts_batch=tool.definition.halts_batch,
-            started=True,
-            call_again=output.call_again,
-        )
-        return ExecResult(
-            result=error_result(call, output.prompt), state="waiting", pending=pending
-        )
-    if isinstance(output, Background):
-        handle = start_background(output, call, run.state.turn_id)
-        if route is not None:
-            route.target = handle.add_usage  # usage reported from now on goes with the result
-        run.hand_to_background(handle)
-        return ExecResult(result=to_tool_result(call, started_text(handle)))
-    ends = isinstance(output, ToolReturn) and output.terminal
-    return ExecResult(result=to_tool_result(call, output), terminal=ends)
-
-
 async def execute_call(
     run: Run, tool: Tool, call: ToolCall, value: Any, resumed: ResumedCall | None = None
-) -> ExecResult:
+) -> ToolOutcome:
     """Run one validated call inside a tool span (a run it starts records it as its parent).
 
     ``resumed`` is set when a ``call_again`` suspension is called again with its answer.
@@ -192,25 +79,30 @@ async def execute_call(
         on_usage=route,
         resumed=resumed,
     )
+    task = ToolTask(
+        ref=run.ref(), tool=tool, call=call, input=value, context=ctx, log=run.config.log
+    )
     parent = PARENT_CALL.set(ParentCall(turn_id, call.id))
     try:
         if not run.config.traced:
-            return await _run_with_policy(run, tool, call, value, ctx, route)
-        return await _traced(run, tool, call, value, ctx, route)
+            out = await run.runner.call_tool(task)
+        else:
+            out = await _traced(run, task)
+        if out.background is not None:
+            route.target = out.background.add_usage  # usage reported from now on goes with it
+            run.hand_to_background(out.background)
+        return out
     finally:
         PARENT_CALL.reset(parent)
         ctx.closed = True
         route.close()
 
 
-async def _traced(
-    run: Run, tool: Tool, call: ToolCall, value: Any, ctx: ToolContext, route: _UsageRoute
-) -> ExecResult:
-    tracer = run.config.tracer
-    d = tool.definition
-    span = tracer.start_tool_call(
+async def _traced(run: Run, task: ToolTask) -> ToolOutcome:
+    d = task.tool.definition
+    span = run.config.tracer.start_tool_call(
         ToolCallInfo(
-            call=call,
+            call=task.call,
             origin=d.origin,
             tags=tuple(sorted(d.tags)),
             effect=d.effect_type,
@@ -218,7 +110,7 @@ async def _traced(
         )
     )
     try:
-        res = await _run_with_policy(run, tool, call, value, ctx, route)
+        res = await run.runner.call_tool(task)
     except BaseException as exc:
         span.end(exc)
         raise

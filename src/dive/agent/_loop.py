@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 from dive.agent._durable import checkpoint_step
@@ -30,6 +29,7 @@ from dive.agent._modelcall import call_model
 from dive.agent._result import answer_text
 from dive.agent._resume import resume_group
 from dive.agent._run import Run
+from dive.agent._runner import ModelCall
 from dive.agent._toolbatch import run_batch
 from dive.agent._tools import resolve_tools
 from dive.agent._usage_limits import (
@@ -41,7 +41,7 @@ from dive.agent._usage_limits import (
 )
 from dive.errors import DiveError, OutputValidationError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, TokenCounter, ToolChoice, Usage
-from dive.messages import ContentBlock, Message, ToolCall, ToolResult
+from dive.messages import ContentBlock, Message, TextBlock, ToolCall, ToolResult
 from dive.turns import (
     CallLedger,
     Completed,
@@ -125,7 +125,7 @@ def _assistant_message(run: Run, response: ModelResponse) -> Message:
         role="assistant",
         content=unique_call_ids(content, run.state.calls),
         provider_state=response.provider_state,
-        created_at=datetime.now(UTC),
+        created_at=run.runner.now(),
     )
 
 
@@ -142,7 +142,8 @@ def _retry_output(run: Run, message: str, what: str, *, told: bool = False) -> E
         )
         return Incomplete(reason="error", error=err)
     if not told:
-        run.state.add(reminder_message(Reminder(name="output-retry", content=message)))
+        reminder = Reminder(name="output-retry", content=message)
+        run.state.add(reminder_message(reminder, at=run.runner.now()))
     return None
 
 
@@ -193,7 +194,8 @@ async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, boo
             Reminder(
                 name="stop-continuation",
                 content=f"The following input arrived from the user: {decision.reason}",
-            )
+            ),
+            at=run.runner.now(),
         )
     )
     state.reappend_model_only()
@@ -242,7 +244,9 @@ async def _precount(run: Run, request: ModelRequest) -> str | None:
     if not budgets or not isinstance(model, TokenCounter):
         return None
     try:
-        counted = await model.count_tokens(request)
+        counted = await run.runner.count_tokens(
+            ModelCall(ref=run.ref(), model=model, request=request)
+        )
     except DiveError as exc:  # counting is a courtesy: the limit is still checked after
         run.config.log.warning("counting the request's tokens failed (%s); sending it", exc)
         return None
@@ -346,7 +350,8 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
                 return None if ending is _RETRY else ending
         return _COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
-        state.add(Message.user(FINAL_ANSWER_TEXT))
+        final = TextBlock(text=FINAL_ANSWER_TEXT)
+        state.add(Message(role="user", content=(final,), created_at=run.runner.now()))
     return None
 
 

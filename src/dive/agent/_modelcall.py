@@ -6,12 +6,18 @@ already reached the consumer: that decides ``stream_interrupted`` versus ``provi
 
 from __future__ import annotations
 
-import time
-
 from dive.agent._events import ModelStreamEvent
 from dive.agent._run import Run
-from dive.errors import DiveError, EventHandlerError, StreamInterruptedError, UserError
-from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator, Usage, observe_retries
+from dive.agent._runner import Deliver, ModelCall
+from dive.errors import DiveError, EventHandlerError, UserError
+from dive.llm import (
+    ModelRequest,
+    ModelResponse,
+    ResponseAccumulator,
+    StreamEvent,
+    Usage,
+    observe_retries,
+)
 from dive.redaction import redact_exception
 from dive.tracing import ChatInfo
 
@@ -27,28 +33,27 @@ class ModelCallError(DiveError):
         self.content_started = content_started
 
 
-async def _stream(
-    run: Run, request: ModelRequest, acc: ResponseAccumulator, first: list[float]
-) -> ModelResponse:
-    """Stream into ``acc``; ``first`` receives the monotonic time of the first event."""
-    add = acc.add
-    model = run.setup.model
-    events = aiter(model.stream(request))
-    deliver = run.events.deliver if run.events.listening else None
-    event = await anext(events, None)  # the first event apart: its time is the first chunk's
-    if event is not None:
-        first.append(time.monotonic())
-        add(event)
+def _deliverer(run: Run, first: list[float] | None) -> Deliver | None:
+    """What receives each stream event: the run's listener, and the first-chunk clock."""
+    events = run.events
+    deliver = events.deliver if events.listening else None
+    if first is None:
+        if deliver is None:
+            return None
+
+        async def to_listener(event: StreamEvent) -> None:
+            await deliver(ModelStreamEvent(event=event))
+
+        return to_listener
+    clock = run.runner.monotonic
+
+    async def timed(event: StreamEvent) -> None:
+        if not first:
+            first.append(clock())
         if deliver is not None:
             await deliver(ModelStreamEvent(event=event))
-    if deliver is None:  # raw deltas go only to a listener; nothing else needs them
-        async for event in events:
-            add(event)
-        return acc.response()
-    async for event in events:
-        add(event)
-        await deliver(ModelStreamEvent(event=event))
-    return acc.response()
+
+    return timed
 
 
 async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelResponse:
@@ -57,8 +62,11 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
     acc = ResponseAccumulator(model.name)
     run.state.stream_started(acc)
     config = run.config
+    runner = run.runner
     span = None
+    first: list[float] | None = None
     if config.traced:
+        first = []
         span = config.tracer.start_chat(
             ChatInfo(
                 model=model.name,
@@ -69,14 +77,11 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
                 iteration=iteration,
             )
         )
-    started = time.monotonic()
-    first: list[float] = []
+    started = runner.monotonic() if span is not None else 0.0
+    call = ModelCall(ref=run.ref(), model=model, request=request)
     try:
         with observe_retries(None if span is None else getattr(span, "add_retry", None)):
-            if model.supports_streaming:
-                response = await _stream(run, request, acc, first)
-            else:
-                response = await model.generate(request)
+            response = await runner.call_model(call, acc, _deliverer(run, first))
     except (EventHandlerError, UserError) as exc:  # the handler's failure, or a refused request
         _account_partial(run, acc)
         if span is not None:
@@ -87,17 +92,15 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
         redact_exception(exc)
         if span is not None:
             span.end(exc)
-        cause = exc
-        if isinstance(exc, StreamInterruptedError) and not acc.content_started:
-            cause = exc
-        raise ModelCallError(cause, content_started=acc.content_started) from exc
+        raise ModelCallError(exc, content_started=acc.content_started) from exc
     except BaseException as exc:
         _account_partial(run, acc)
         if span is not None:
             span.end(exc)
         raise
     if span is not None:
-        span.set_time_to_first_chunk((first[0] if first else time.monotonic()) - started)
+        assert first is not None
+        span.set_time_to_first_chunk((first[0] if first else runner.monotonic()) - started)
         span.set_response(response)
         span.end(None)
     run.state.response_arrived(response)

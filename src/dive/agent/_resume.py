@@ -50,6 +50,7 @@ def _settle_held(run: Run, plan: ResumePlan) -> None:
             decision="allow" if approval.approved else "deny",
             decided_by="resume",
             message=approval.message if approval.approved else approval.message or DENIED_TEXT,
+            at=run.runner.now(),
         )
 
 

@@ -13,6 +13,7 @@ from typing import Any, Final
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._context import RunContext
 from dive.agent._hooks import HOOK_POLICIES, HookContext
+from dive.agent._runner import Runner, StepRef
 from dive.agent._setup import AgentConfig, ToolIndex, TurnSetup
 from dive.agent._sink import EventSink
 from dive.errors import SoftCanceled
@@ -25,13 +26,14 @@ __all__ = ["Run"]
 class Run:
     """State of one invocation of the loop; see the module docstring."""
 
-    __slots__ = ("_background", "_tools", "config", "events", "setup", "state")
+    __slots__ = ("_background", "_tools", "config", "events", "runner", "setup", "state")
 
     def __init__(self, setup: TurnSetup, state: TurnState, events: EventSink) -> None:
         self.setup: Final = setup
         self.config: Final[AgentConfig] = setup.config
         self.state: Final = state
         self.events: Final = events
+        self.runner: Final[Runner] = setup.runner
         self._tools = setup.config.static
         self._background: list[BackgroundTaskHandle] = []
 
@@ -52,6 +54,16 @@ class Run:
     def hand_to_background(self, handle: BackgroundTaskHandle) -> None:
         """Keep the handle of a call that outlives its batch."""
         self._background.append(handle)
+
+    def ref(self) -> StepRef:
+        """Where the next effect happens, by reference (session, turn, revision, step)."""
+        state = self.state
+        return StepRef(
+            session_id=self.setup.session_id,
+            turn_id=state.turn_id,
+            revision=state.revision,
+            step=state.iterations,
+        )
 
     def run_context(self) -> RunContext[Any]:
         """The context instructions functions and output validators see."""

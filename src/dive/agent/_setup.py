@@ -3,7 +3,8 @@
 ``AgentConfig`` is a snapshot of the agent's configuration taken when the invocation starts
 (changing the agent afterwards does not affect a run in progress). ``TurnSetup`` adds what
 the invocation was given: model, settings, session, cancel token, values, resume plan.
-Nothing here changes while the turn runs; what changes lives in ``dive.turns.TurnState``.
+Nothing here changes while the turn runs; what changes lives in ``dive.turns.TurnState``, and
+what the turn does to the world goes through ``runner`` (``dive.agent._runner``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dive.agent._hooks import Hooks
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputSpec
 from dive.agent._resume_plan import ResumePlan
+from dive.agent._runner import IN_PROCESS, Runner
 from dive.agent._usage_limits import SessionSpent, UsageLimits
 from dive.llm import Model, ModelSettings
 from dive.messages import ToolDefinition
@@ -96,6 +98,7 @@ class TurnSetup:
         resume: the validated resume, when resuming.
         stored: the stored turn a resume started from (returned if a partial resume fails).
         background: background results delivered by this invocation.
+        runner: where every effect of the invocation happens (the I/O seam).
     """
 
     agent: Any
@@ -113,6 +116,7 @@ class TurnSetup:
     resume: ResumePlan | None = None
     stored: Turn | None = None
     background: tuple[BackgroundResult, ...] = ()
+    runner: Runner = IN_PROCESS
 
     @property
     def session_id(self) -> str | None:

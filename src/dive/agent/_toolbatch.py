@@ -31,10 +31,11 @@ from dive.agent._approval import DENIED_TEXT, ApprovalDecision, decide
 from dive.agent._background import BackgroundTaskHandle
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallEvent, ToolCallResultEvent
-from dive.agent._exec import ExecResult, execute_call
+from dive.agent._exec import execute_call
 from dive.agent._hooks import run_hooks
 from dive.agent._outputs import error_result
 from dive.agent._run import Run
+from dive.agent._runner import ToolOutcome
 from dive.errors import HookAbort
 from dive.messages import JSONValue, ToolCall, ToolResult
 from dive.tools import ResumedCall, SuspendReason, Tool, ToolCallPreview, suggest_tool_names
@@ -208,6 +209,7 @@ def _audit(run: Run, call: ToolCall, decision: ApprovalDecision, message: str | 
         decided_by=decision.decided_by or "policy",
         rule=decision.rule,
         message=message,
+        at=run.runner.now(),
     )
 
 
@@ -332,7 +334,7 @@ async def post_hooks(
     return ctx.tool_result if ctx.tool_result is not None else result  # pyright: ignore[reportUnnecessaryComparison]
 
 
-async def _post(run: Run, p: Prepared, res: ExecResult) -> None:
+async def _post(run: Run, p: Prepared, res: ToolOutcome) -> None:
     """Post hooks, then the result event, for a call that ran (a suspension: event only)."""
     if res.pending is not None:
         pending = res.pending
@@ -411,7 +413,7 @@ async def _pool(run: Run, calls: Sequence[ToolCall]) -> None:
     limit = asyncio.Semaphore(max(1, run.config.max_tool_concurrency))
     ledger = run.state.calls
 
-    async def one(p: Prepared) -> tuple[Prepared, ExecResult | None]:
+    async def one(p: Prepared) -> tuple[Prepared, ToolOutcome | None]:
         async with limit:
             if run.stop_requested:
                 return p, None  # abandoned: never started
@@ -446,7 +448,7 @@ def _abandon(run: Run, tasks: dict[asyncio.Future[Any], Prepared]) -> None:
         if task.done():
             if call.id in group.results or task.cancelled() or task.exception():
                 continue
-            res: ExecResult | None = task.result()[1]
+            res: ToolOutcome | None = task.result()[1]
             if res is None:
                 continue
             if res.pending is not None:

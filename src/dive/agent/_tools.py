@@ -84,7 +84,7 @@ async def resolve_tools(run: Run) -> ToolIndex:
     )
     for ts in config.toolsets:
         try:
-            found: Sequence[Tool] = await ts.tools(ctx)
+            found: Sequence[Tool] = await run.runner.list_tools(ts, ctx)
         except Exception as exc:
             raise ToolResolutionError(f"tool resolution error: toolset {ts.name}: {exc}") from exc
         collected.extend(found)

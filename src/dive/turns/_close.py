@@ -10,6 +10,7 @@ reminder whose details are the outcome JSON. The result always passes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from dive.messages import UNKNOWN_RESULT_TEXT, Message, TextBlock, ToolCall, ToolResult
 from dive.messages.codec import decode
@@ -171,11 +172,15 @@ def close_turn(
     outcome: TurnOutcome,
     *,
     recorded_reminders: Sequence[Message] = (),
+    at: datetime | None = None,
 ) -> list[Message]:
-    """Answer every unanswered call, then append recorded reminders and the outcome note."""
+    """Answer every unanswered call, then append recorded reminders and the outcome note.
+
+    ``at`` is the note's timestamp (default: now).
+    """
     states = {c.id: c.state for c in outcome.tool_calls}
     closed = answer_open_calls(messages, states, extra=recorded_reminders)
-    closed.append(reminder_message(outcome_note(outcome)))
+    closed.append(reminder_message(outcome_note(outcome), at=at))
     return closed
 
 

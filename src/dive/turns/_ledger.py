@@ -306,8 +306,12 @@ class CallLedger:
         decided_by: str,
         rule: str | None = None,
         message: str | None = None,
+        at: datetime | None = None,
     ) -> None:
-        """Add an approval-gate decision to the call's audit log (its state is unchanged)."""
+        """Add an approval-gate decision to the call's audit log (its state is unchanged).
+
+        ``at`` is when it was decided (default: now).
+        """
         entry = self._entry(call_id)
         entry.approvals += (
             ApprovalRecord(
@@ -315,7 +319,7 @@ class CallLedger:
                 decided_by=decided_by,
                 rule=rule,
                 message=message,
-                at=datetime.now(UTC),
+                at=at or datetime.now(UTC),
             ),
         )
         entry.record = None

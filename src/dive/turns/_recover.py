@@ -65,8 +65,13 @@ def close_stored_turn(
     read_only: Callable[[str], bool] | None = None,
     *,
     error: str | None = None,
+    at: datetime | None = None,
 ) -> Turn:
-    """Close a stored open turn as incomplete ``reason`` without running anything."""
+    """Close a stored open turn as incomplete ``reason`` without running anything.
+
+    ``at`` is when it is closed (default: now).
+    """
+    at = at or datetime.now(UTC)
     suspension = turn.suspension
     records = turn.tool_calls or (suspended_records(suspension) if suspension else ())
     ledger = CallLedger.restore(records, suspension=suspension, executed=turn.executed_tool_calls)
@@ -82,7 +87,7 @@ def close_stored_turn(
         usage_unknown=turn.outcome.usage_unknown if turn.outcome else False,
         tool_calls=in_flight,
     )
-    messages = close_turn(list(turn.messages), outcome)
+    messages = close_turn(list(turn.messages), outcome, at=at)
     return replace(
         turn,
         status="incomplete",
@@ -90,14 +95,16 @@ def close_stored_turn(
         tool_calls=all_records,
         outcome=outcome,
         suspension=None,
-        finished_at=datetime.now(UTC),
+        finished_at=at,
     )
 
 
-def recover_running_turn(turn: Turn, read_only: Callable[[str], bool] | None = None) -> Turn:
-    """Close a turn the process left ``running`` as ``process_exit``."""
+def recover_running_turn(
+    turn: Turn, read_only: Callable[[str], bool] | None = None, *, at: datetime | None = None
+) -> Turn:
+    """Close a turn the process left ``running`` as ``process_exit`` (``at``: default now)."""
     return close_stored_turn(
-        turn, "process_exit", read_only, error="the process running this turn exited"
+        turn, "process_exit", read_only, error="the process running this turn exited", at=at
     )
 
 

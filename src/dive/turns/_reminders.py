@@ -63,8 +63,8 @@ class Reminder:
         return f'<system-reminder name="{self.name}">{self.content}</system-reminder>'
 
 
-def reminder_message(reminder: Reminder) -> Message:
-    """The user-role message that carries ``reminder``."""
+def reminder_message(reminder: Reminder, *, at: datetime | None = None) -> Message:
+    """The user-role message that carries ``reminder``, created ``at`` (default: now)."""
     meta = {_KEY: reminder.name, _TIER: reminder.tier}
     if reminder.details is not None:
         meta[_DETAILS] = json.dumps(reminder.details, separators=(",", ":"), sort_keys=True)
@@ -72,7 +72,7 @@ def reminder_message(reminder: Reminder) -> Message:
         role="user",
         content=(TextBlock(text=reminder.render()),),
         metadata=meta,
-        created_at=datetime.now(UTC),
+        created_at=at or datetime.now(UTC),
     )
 
 

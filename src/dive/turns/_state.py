@@ -39,12 +39,17 @@ from dive.turns._reminders import Reminder, reminder_message
 __all__ = ["TurnState"]
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class TurnState:
     """The state of one turn; see the module docstring."""
 
     __slots__ = (
         "_accepted",
         "_budget_start",
+        "_clock",
         "_created_at",
         "_group",
         "_has_output",
@@ -86,10 +91,12 @@ class TurnState:
         revision: int = 0,
         created_at: datetime | None = None,
         accepted: Mapping[str, JSONValue] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
+        self._clock = clock
         self._turn_id = turn_id
         self._origin = origin
-        self._created_at = created_at or datetime.now(UTC)
+        self._created_at = created_at or clock()
         self._system_prompt = system_prompt
         self._rendered_prompt = system_prompt
         self._record: list[Message] = []
@@ -124,6 +131,7 @@ class TurnState:
         system_prompt: str,
         revision: int,
         definition_of: Callable[[str], ToolDefinition | None] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> TurnState:
         """The state of a stored suspended turn: its record, and the suspended group reopened."""
         s = stored.suspension
@@ -147,6 +155,7 @@ class TurnState:
             revision=revision,
             created_at=stored.created_at,
             accepted=s.accepted,
+            clock=clock,
         )
         prefix, calls, results = split_suspended(s.turn_messages)
         for m in prefix:
@@ -176,6 +185,10 @@ class TurnState:
     def created_at(self) -> datetime:
         """When the turn began."""
         return self._created_at
+
+    def now(self) -> datetime:
+        """The turn's clock (the runner's): timestamps of what the turn adds."""
+        return self._clock()
 
     # --- messages -----------------------------------------------------------------------------
 
@@ -434,8 +447,9 @@ class TurnState:
         if not self._queued:
             return
         queued, self._queued = self._queued, []
+        at = self._clock()
         for reminder, recorded in queued:
-            msg = reminder_message(reminder)
+            msg = reminder_message(reminder, at=at)
             if recorded:
                 self.add(msg)
             else:
@@ -444,7 +458,10 @@ class TurnState:
     def take_recorded_reminders(self) -> list[Message]:
         """Queued recorded reminders as messages (model-only ones are dropped)."""
         queued, self._queued = self._queued, []
-        return [reminder_message(r) for r, recorded in queued if recorded]
+        if not queued:
+            return []
+        at = self._clock()
+        return [reminder_message(r, at=at) for r, recorded in queued if recorded]
 
     # --- persistence ---------------------------------------------------------------------------
 
@@ -488,7 +505,7 @@ class TurnState:
             tuple(self._record),
             outcome=outcome,
             suspension=suspension,
-            finished_at=datetime.now(UTC),
+            finished_at=self._clock(),
         )
 
     def _turn(
