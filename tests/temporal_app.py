@@ -1,6 +1,11 @@
 """The agent the Temporal tests run, and its worker as a child process (not a test module).
 
-Usage: python -m tests.temporal_app <address> <task-queue> <sqlite-file> [heartbeat-seconds]
+Usage: python -m tests.temporal_app worker <address> <task-queue> <sqlite-file> [heartbeat-s]
+       python -m tests.temporal_app resume <sqlite-file> <session> <call-id> <answer>
+
+``worker`` serves the test agent until killed (prints ``READY`` once polling); ``resume``
+resumes a suspended turn with a plain ``agent.run(tool_results=...)`` (no Temporal) and prints
+``RESUMED <status> <answer text>``.
 
 The model is a stateless brain (its answer is a function of the request), so any worker
 process answers a turn the same way: the prompt ``plan: a:x, b:y; c:z`` asks for the calls
@@ -149,13 +154,30 @@ async def _serve(address: str, queue: str, db: Path, heartbeat: float) -> None:
     store = SQLiteSessionStore(db)
     client = await connect(address)
     worker = temporal_agent(store, heartbeat).worker(
-        client, task_queue=queue, max_concurrent_activities=50
+        client,
+        task_queue=queue,
+        max_concurrent_activities=50,
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
     )
     async with worker:
         print("READY", flush=True)
         await asyncio.Event().wait()
 
 
+async def _resume(db: Path, session_id: str, call_id: str, answer: str) -> None:
+    store = SQLiteSessionStore(db)
+    try:
+        result = await build_agent().run(
+            session=store.session(session_id), tool_results={call_id: answer}
+        )
+        print("RESUMED", result.status, result.output_text, flush=True)
+    finally:
+        await store.close()
+
+
 if __name__ == "__main__":
-    beat = float(sys.argv[4]) if len(sys.argv) > 4 else 2.0
-    asyncio.run(_serve(sys.argv[1], sys.argv[2], Path(sys.argv[3]), beat))
+    if sys.argv[1] == "worker":
+        beat = float(sys.argv[5]) if len(sys.argv) > 5 else 2.0
+        asyncio.run(_serve(sys.argv[2], sys.argv[3], Path(sys.argv[4]), beat))
+    else:
+        asyncio.run(_resume(Path(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]))

@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from dive.agent import RunResult
-from dive.errors import DiveError
+from dive.errors import ToolCallNotPendingError
 from dive.temporal._codec import encode_tool_results
 from dive.temporal._results import error_of, run_result
 from dive.temporal._wire import LiveTurn, Settled, TextChunk
@@ -61,6 +61,7 @@ class TemporalTurnHandle(Generic[OutputT]):
             workflow_id, result_type=Settled
         )
         self._next = 0
+        self._taken: set[str] = set()
         self.session_id = session_id
         """The session the turn belongs to."""
         self.workflow_id = workflow_id
@@ -108,10 +109,13 @@ class TemporalTurnHandle(Generic[OutputT]):
         except WorkflowUpdateFailedError as exc:
             raise _translated(exc) from exc
         except RPCError as exc:
-            raise DiveError(
-                f"the turn's workflow {self.workflow_id} is not running ({exc.message}); "
-                "resume the stored turn with agent.run(tool_results=...)"
+            if text in self._taken:
+                return None  # the same results again, after the turn ended: already taken
+            raise ToolCallNotPendingError(
+                f"the turn's workflow {self.workflow_id} is not running ({exc.message}), so no "
+                "call waits for these results; read the stored turn with agent.run or turn()"
             ) from exc
+        self._taken.add(text)
 
     async def cancel(self, *, soft: bool = True) -> None:
         """Cancel the turn; then ``result()`` returns it ``canceled``.

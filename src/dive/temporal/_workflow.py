@@ -198,6 +198,8 @@ class DiveTurnWorkflow:
                 settled = await self._resumed(agent, session, deps) or settled
         except asyncio.CancelledError:
             settled = self._settle(await self._after_cancel(agent, session))
+        except DiveError as exc:  # refused before the turn began (the session moved on, …)
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         await workflow.wait_condition(workflow.all_handlers_finished)
         return settled
 
@@ -214,8 +216,7 @@ class DiveTurnWorkflow:
             lambda: self._resume is not None or self._token.soft_cancel_requested
         )
         if self._resume is None:  # soft cancel while suspended: close the turn
-            result = await agent.cancel_suspended_turn(session=session, runner=runner)
-            return self._settle(settled_of(self._session_id, result))
+            return self._settle(await self._close_suspended(agent, session))
         seq, results = self._resume
         self._status = "running"
         try:
@@ -241,14 +242,28 @@ class DiveTurnWorkflow:
         runner = self._runner
         assert runner is not None
         if self._status == "suspended" and self._resume is None:
-            result = await agent.cancel_suspended_turn(session=session, runner=runner)
-            return settled_of(self._session_id, result)
+            return await self._close_suspended(agent, session)
         written = runner.written
         if written is None:
             raise ApplicationError(
                 "the turn was cancelled before it began", type="RunCanceledError"
             )
         return _closed(self._session_id, written, runner.revision)
+
+    async def _close_suspended(self, agent: Any, session: Session) -> Settled:
+        """Cancel the suspended turn; if it was resumed elsewhere, where it stands now."""
+        runner = self._runner
+        assert runner is not None
+        try:
+            result = await agent.cancel_suspended_turn(session=session, runner=runner)
+        except DiveError:  # no longer suspended: a plain agent.run(tool_results=...) took it
+            last = self._settled[-1]
+            turns = await runner.load_turns(session)
+            stored = next((t for t in turns if t.id == last.turn_id), None)
+            if stored is None:
+                raise
+            return _closed(self._session_id, stored, runner.revision)
+        return settled_of(self._session_id, result)
 
     def _maybe_continue_as_new(self, inp: TurnInput) -> None:
         info = workflow.info()
