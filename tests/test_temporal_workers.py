@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +15,7 @@ from tests._temporal import Env, WorkerProcess, environment
 
 
 @contextmanager
-def workers(env: Env, *blocks: str | None) -> Iterator[list[WorkerProcess]]:
+def workers(env: Env, *blocks: str | None) -> Generator[list[WorkerProcess]]:
     started = [WorkerProcess(env, block=b) for b in blocks]
     try:
         yield started
