@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-from dive.agent import Agent
+from dive.agent import Agent, Limits
 from dive.llm import ModelRequest, ModelResponse, StreamEvent, Usage, response_to_events
 from dive.messages import Message, TextBlock, ToolCall, ToolResult
 from dive.sessions import SessionStore, SQLiteSessionStore
@@ -141,7 +141,12 @@ async def slow(arg: str, ctx: ToolContext) -> str:
 
 
 def build_agent() -> Agent:
-    return Agent(model=Brain(), tools=[charge, fetch, lookup, ask, slow], name="tester")
+    return Agent(
+        model=Brain(),
+        tools=[charge, fetch, lookup, ask, slow],
+        name="tester",
+        limits=Limits(max_model_calls_per_turn=1000),
+    )
 
 
 def temporal_agent(store: SessionStore, heartbeat: float = 2.0) -> TemporalAgent[str, None]:

@@ -21,8 +21,9 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -58,11 +59,22 @@ _IN_PROCESS = InProcessRunner()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Worker:
-    """What a worker's activities share: the agent and the store."""
+    """What a worker's activities share: the agent, the store, the turns it last wrote."""
 
     agent: Agent[Any, Any]
     store: SessionStore
     max_payload_bytes: int
+    written: OrderedDict[str, tuple[int, Turn]] = field(
+        default_factory=OrderedDict[str, tuple[int, Turn]]
+    )
+    """Per session, the revision and turn this worker last wrote (a write patches it without
+    reading the store back when the store is still at that revision)."""
+
+    def remember(self, session_id: str, revision: int, turn: Turn) -> None:
+        self.written[session_id] = (revision, turn)
+        self.written.move_to_end(session_id)
+        while len(self.written) > 1024:
+            self.written.popitem(last=False)
 
     def deps(self, text: str | None) -> Any:
         """The run's ``deps``, validated as the agent's ``deps_type``."""
@@ -293,16 +305,28 @@ def _apply(patch: dict[str, Any], base: Turn | None) -> Turn:
 
 async def _write(w: Worker, inp: StoreInput) -> StoreOutput:
     session = w.store.session(inp.session_id)
-    snap = await session.load()
     patch = json.loads(inp.patch_json or "{}")
-    turn = _apply(patch, snap.open_turn)
-    if activity.info().attempt > 1 and snap.revision > inp.expected_revision:
-        stored = snap.open_turn or next(
-            (t for t in reversed(await session.turns()) if t.id == turn.id), None
-        )
-        if stored is not None and stored.id == turn.id and stored.messages == turn.messages:
-            return StoreOutput(revision=snap.revision)  # the earlier attempt's write landed
-    revision = await session.checkpoint(turn, expected_revision=inp.expected_revision)
+    known = w.written.get(inp.session_id)
+    if known is not None and known[0] == inp.expected_revision:
+        turn = _apply(patch, known[1])
+    else:
+        snap = await session.load()
+        turn = _apply(patch, snap.open_turn)
+        if snap.revision > inp.expected_revision:  # a retry, or a replay after a lost worker
+            stored = snap.open_turn or next(
+                (t for t in reversed(await session.turns()) if t.id == turn.id), None
+            )
+            if stored is not None and stored.id == turn.id and stored.messages == turn.messages:
+                return StoreOutput(revision=snap.revision)  # the earlier write landed
+    try:
+        revision = await session.checkpoint(turn, expected_revision=inp.expected_revision)
+    except DiveError:
+        w.written.pop(inp.session_id, None)
+        raise
+    if turn.status in ("running", "suspended"):
+        w.remember(inp.session_id, revision, turn)
+    else:
+        w.written.pop(inp.session_id, None)
     return StoreOutput(revision=revision)
 
 
@@ -353,8 +377,7 @@ def activities(w: Worker, names: Names) -> list[Callable[..., Any]]:
             return await toolset_step(w, inp)
 
     @activity.defn(name=names.store)
-    async def store(inp: StoreInput) -> StoreOutput:
-        async with _heartbeats():
-            return await store_step(w, inp)
+    async def store(inp: StoreInput) -> StoreOutput:  # run as a local activity: no heartbeats
+        return await store_step(w, inp)
 
     return [model, tool, toolset, store]

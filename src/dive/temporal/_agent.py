@@ -10,8 +10,9 @@ from __future__ import annotations
 import copy
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import TypeAdapter
 from temporalio.client import Client
@@ -103,6 +104,10 @@ class TemporalAgent(Generic[OutputT, DepsT]):
         self.max_history_events = max_history_events
         workflow_agent = copy.copy(agent)
         workflow_agent.durability = Durability(checkpoint_steps=True, claim=False)
+        # each write is a local activity bounded by its own timeout; a timer raced against a
+        # local activity is not replayed as it ran, so the loop's save timeout is off here
+        no_timeout = cast(float, None)
+        workflow_agent.incomplete_turns = replace(agent.incomplete_turns, save_timeout=no_timeout)
         self.workflow_agent: Agent[OutputT, DepsT] = workflow_agent
         """The agent the workflow runs: every step checkpointed (activities read the turn
         back by reference), no claims (the workflow id is the session's lock)."""

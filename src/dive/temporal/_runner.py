@@ -9,7 +9,8 @@ it has goes through this runner. What an activity is sent is a reference and wha
   ``load`` hands it an empty one (an incomplete last turn counts as history) — so a
   workflow's history grows with the turn's steps, never with the conversation;
 - a write sends the turn record as a patch of the stored one (the messages after the
-  common prefix, the call records that changed);
+  common prefix, the call records that changed); store operations are local activities
+  (short, on the worker running the workflow task: no task-queue round trip);
 - a tool call sends the call's id: its arguments are in the stored turn, written before
   any call starts. Its retries follow the tool's governance (see ``_policy``).
 
@@ -253,12 +254,11 @@ class TemporalRunner:
 
     async def _store(self, inp: StoreInput) -> StoreOutput:
         try:
-            return await workflow.execute_activity(
+            return await workflow.execute_local_activity(
                 self._names.store,
                 inp,
                 result_type=StoreOutput,
                 start_to_close_timeout=_STORE_TIMEOUT,
-                heartbeat_timeout=self._heartbeat,
                 retry_policy=STORE_RETRY,
             )
         except ActivityError as exc:
