@@ -84,14 +84,16 @@ async def _steps(address: str, steps: int) -> tuple[float, float, dict[str, floa
             queue = f"bench-{uuid.uuid4().hex}"
             async with agent.worker(client, task_queue=queue):
                 handle = await agent.start(prompt, client=client, task_queue=queue)
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 await handle.result()
                 remote = (time.perf_counter() - started) / steps
+                cpu = (time.process_time() - cpu) / steps
                 history = await client.get_workflow_handle(handle.workflow_id).fetch_history()
         finally:
             await store.close()
     kinds = Counter(e.event_type for e in history.events)
     costs = {
+        "cpu": cpu,
         "bytes": sum(e.ByteSize() for e in history.events) / steps,
         "activities": kinds[EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED] / steps,
         "workflow tasks": kinds[EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED] / steps,
@@ -115,6 +117,9 @@ def run_all(*, quick: bool = False) -> list[Row]:
     remote, local, costs = asyncio.run(_steps(address, steps))
     overhead = (remote - local) * 1000
     rows.append((f"T overhead per step ({steps}-step turn)", f"{overhead:.1f} ms", "-", True))
+    rows.append(
+        ("T worker CPU per step (with its client)", f"{costs['cpu'] * 1000:.1f} ms", "-", True)
+    )
     rows.append(("T history bytes per step", f"{costs['bytes']:,.0f} B", "flat", True))
     per_step = (
         f"{costs['activities']:.1f} act, {costs['workflow tasks']:.1f} wft, "

@@ -229,3 +229,19 @@ def test_the_names_are_stable_compatibility_data() -> None:
         "dive.billing-bot.store",
     )
     assert names.workflow_id("s_1") == "dive.billing-bot.turn:s_1"
+
+
+def test_the_example_runs(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "temporal_agent.py")],
+        env={**os.environ, "TEMPORAL_ADDRESS": temporal_address()},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "turn 2: suspended - refund waits for approval_required" in proc.stdout
+    assert "turn 2: completed - Done: 42.50 refunded on A-17." in proc.stdout
+    assert "stored turns: ['completed', 'completed']" in proc.stdout
