@@ -15,7 +15,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from dive.temporal import DATA_CONVERTER
 from dive.temporal._agent import SANDBOX
@@ -109,3 +109,13 @@ async def test_a_200_step_turn_grows_its_history_by_the_same_bytes_per_step(tmp_
     first, last = sum(steps[:50]) / 50, sum(steps[-50:]) / 50
     print(f"history bytes per step: first 50 {first:.0f}, last 50 {last:.0f}")
     assert last <= first * 1.15  # flat: nothing in a step's events grows with the turn
+
+
+async def test_the_workflow_and_dive_import_under_the_full_sandbox(tmp_path: Path) -> None:
+    """Workers validate the workflow by importing its module in the sandbox; with Temporal's
+    default restrictions (dive not passed through) every dive module it needs is imported
+    there afresh, so no dive module may draw a random value or read a clock at import."""
+    async with environment(tmp_path, in_process_worker=False) as env:
+        strict = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default)
+        worker = env.agent.worker(env.client, task_queue=env.queue, workflow_runner=strict)
+        assert worker.task_queue == env.queue

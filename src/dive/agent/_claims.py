@@ -19,12 +19,14 @@ from dive.turns import CancelToken
 
 __all__ = ["ClaimKeeper", "process_owner"]
 
-_OWNER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+_OWNER: list[str] = []  # drawn on first use: importing dive draws no random value
 
 
 def process_owner() -> str:
     """The default claim owner: host, pid and a random value, one per process."""
-    return _OWNER
+    if not _OWNER:
+        _OWNER.append(f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}")
+    return _OWNER[0]
 
 
 class ClaimKeeper:
