@@ -30,7 +30,7 @@ from dive.llm import ModelRequest, ModelResponse, StreamEvent, Usage, response_t
 from dive.messages import Message, TextBlock, ToolCall, ToolResult
 from dive.sessions import SessionStore, SQLiteSessionStore
 from dive.temporal import TemporalAgent, connect
-from dive.tools import Suspend, ToolContext, tool
+from dive.tools import Suspend, Tool, ToolContext, tool
 
 
 def _prompt_and_turn(messages: tuple[Message, ...]) -> tuple[str, list[Message]]:
@@ -140,10 +140,41 @@ async def slow(arg: str, ctx: ToolContext) -> str:
     return "slept"
 
 
+@tool(timeout=0.3)
+async def stall(arg: str) -> str:
+    """Take longer than its timeout allows."""
+    _announce("stall", arg)
+    await asyncio.sleep(5)
+    return "too late"
+
+
+@tool(effect_type="read_only")
+async def price(arg: str) -> str:
+    """A catalog price (a toolset's tool)."""
+    _announce("price", arg)
+    return f"${len(arg)}.00"
+
+
+@tool(effect_type="read_only")
+async def big(arg: str) -> str:
+    """Return ``arg`` kilobytes of text."""
+    return "x" * (int(arg) * 1024)
+
+
+class Catalog:
+    """A toolset: its tools are listed before every model call (on a worker, on Temporal)."""
+
+    name = "catalog"
+
+    async def tools(self, ctx: ToolContext) -> list[Tool]:
+        return [price]
+
+
 def build_agent() -> Agent:
     return Agent(
         model=Brain(),
-        tools=[charge, fetch, lookup, ask, slow],
+        tools=[charge, fetch, lookup, ask, slow, stall, big],
+        toolsets=[Catalog()],
         name="tester",
         limits=Limits(max_model_calls_per_turn=1000),
     )

@@ -19,7 +19,7 @@ from temporalio.client import Client
 from dive.errors import ConflictingToolResultError, DiveError, UserError
 from dive.messages import Message
 from dive.sessions import MemorySessionStore
-from dive.temporal import TextChunk
+from dive.temporal import TemporalAgent, TextChunk
 from dive.temporal._names import names_for
 from tests._temporal import ROOT, environment, temporal_address
 from tests.temporal_app import build_agent
@@ -245,3 +245,40 @@ def test_the_example_runs(tmp_path: Path) -> None:
     assert "turn 2: suspended - refund waits for approval_required" in proc.stdout
     assert "turn 2: completed - Done: 42.50 refunded on A-17." in proc.stdout
     assert "stored turns: ['completed', 'completed']" in proc.stdout
+
+
+async def test_toolsets_list_and_call_through_activities_and_timeouts_are_unknown(
+    tmp_path: Path,
+) -> None:
+    prompt = "plan: price:abc; stall:1"
+    async with environment(tmp_path) as env:
+        handle = await env.agent.start(prompt, client=env.client, task_queue=env.queue)
+        result = await handle.result()
+        history = await env.client.get_workflow_handle(handle.workflow_id).fetch_history()
+    plain = await build_agent().run(prompt, session=MemorySessionStore().session("s"))
+    assert result.output == plain.output == 'done: $3.00, Tool "stall" timed out after 0.3 s.'
+    assert [(r.name, r.state) for r in result.turn.tool_calls] == [
+        ("price", "completed"),
+        ("stall", "unknown"),
+    ]
+    assert result.turn.tool_calls == plain.turn.tool_calls
+    kinds = {
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+    assert kinds == {"dive.tester.model", "dive.tester.tool", "dive.tester.toolset"}
+
+
+async def test_a_tool_result_over_the_payload_limit_is_an_error_the_model_sees(
+    tmp_path: Path,
+) -> None:
+    async with environment(tmp_path, in_process_worker=False) as env:
+        small = TemporalAgent(
+            build_agent(), name="tester-small", store=env.store, max_payload_bytes=8192
+        )
+        async with small.worker(env.client, task_queue=env.queue):
+            result = await small.run("plan: big:64", client=env.client, task_queue=env.queue)
+    assert result.status == "completed"
+    assert "returned" in result.output
+    assert "over the 8,192-byte Temporal payload limit" in result.output
