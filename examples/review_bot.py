@@ -96,7 +96,12 @@ async def review(model: AnthropicModel) -> Verdict:
         result_validators=[mentions_tests],
     )
     tools = {"read_tests": ExecutorTool.from_function(read_tests)}
-    return await executor.execute(Review(diff=PATCH), tools=tools)
+    result = await executor.run(Review(diff=PATCH), tools=tools)
+    usage = result.usage
+    cost = f"${usage.cost:.4f}" if usage.cost is not None else "an unknown price"
+    print(f"{len(result.trace.rounds)} rounds, {usage.total_tokens} tokens, {cost}")
+    assert result.output is not None  # this executor has no suspend tool: it completes
+    return result.output
 
 
 async def main() -> None:

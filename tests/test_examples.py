@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,7 @@ def _offline_env() -> dict[str, str]:
         "mcp_agent.py",
         "research_team.py",
         "a2a_pair.py",
+        "viewer_inbox.py",
     ],
 )
 def test_example_runs(name: str, tmp_path: Path) -> None:
@@ -43,6 +45,8 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip()
+    if name == "review_bot.py":  # the run's usage and trace come with the verdict
+        assert re.search(r"^\d+ rounds, \d+ tokens, \$\d", proc.stdout, re.MULTILINE)
     if name == "a2a_pair.py":  # the remote question suspended the caller; its resume answered
         assert "the travel desk asks 'Which date should I book the train for?'" in proc.stdout
         assert "on Friday 14 March." in proc.stdout
@@ -53,6 +57,10 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
         assert "suspended (input_required): Delete the note 'todo'?" in proc.stdout
         assert "resumed: mcp__notes__delete_note -> deleted todo" in proc.stdout
         assert "notes left: none" in proc.stdout
+    if name == "viewer_inbox.py":  # the inbox listed the wait; the owner applied the decision
+        assert "turn: suspended" in proc.stdout
+        assert "inbox lists the wait: True" in proc.stdout
+        assert "after the owner applied it: completed - v2 is live." in proc.stdout
 
 
 def test_the_quickstart_talks_to_the_simulator_and_continues_its_session(tmp_path: Path) -> None:

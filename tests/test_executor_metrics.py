@@ -81,3 +81,30 @@ def test_the_round_limit_is_counted_with_its_outcome(reader: InMemoryMetricReade
     assert sum(p.value for p in points["dive.executor.round_limit_exceeded"]) >= 1
     outcomes = {p.attributes["dive.executor.outcome"] for p in points["dive.executor.rounds"]}
     assert "round_limit" in outcomes
+
+
+async def test_every_attempt_is_counted_with_its_status(reader: InMemoryMetricReader) -> None:
+    import dive.testing.anthropic as anth
+    from dive.providers import RetryPolicy
+    from dive.providers.anthropic import AnthropicModel
+
+    fast = RetryPolicy(initial_backoff=0.001, max_backoff=0.01, jitter=0.0)
+    with anth.simulator(assert_consumed=True) as sim:
+        sim.add(
+            anth.SimFault(status=529),
+            anth.tool_use("submit_result", {"reasoning": "r", "result": {"ok": True}}),
+        )
+        model = AnthropicModel("claude-sonnet-4-6", base_url=sim.url, api_key="t", retry=fast)
+        ex = Executor(model, Prompt("Go."), response_type=Answer, submit_tool=SubmitTool())
+        assert (await ex.execute(NoBindings())).ok
+        await model.aclose()
+    attempts = [
+        p
+        for p in _points(reader)["dive.executor.api.requests"]
+        if p.attributes["gen_ai.provider.name"] == "anthropic"
+    ]
+    by_status = {p.attributes["http.response.status_code"]: p for p in attempts}
+    assert by_status[529].attributes["error.type"] == "OverloadedError"
+    assert by_status[529].value >= 1
+    assert by_status[200].value >= 1
+    assert "error.type" not in by_status[200].attributes

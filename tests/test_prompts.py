@@ -156,14 +156,14 @@ def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
     with raises() as excinfo:
         Prompt("{{a}} {{b}}").bind_literal("c", "x")
     assert message(excinfo) == (
-        "binding 'c' not found in template; its placeholders are: a, b. Check the name, or "
-        "add {{c}} to the template"
+        "binding 'c' not found in template\n"
+        "Its placeholders are: a, b. Check the name, or add {{c}} to the template."
     )
     with raises() as none:
         Prompt("plain").bind_json("c", 1)
     assert message(none) == (
-        "binding 'c' not found in template; it has no placeholders. Check the name, or add "
-        "{{c}} to the template"
+        "binding 'c' not found in template\n"
+        "It has no placeholders. Check the name, or add {{c}} to the template."
     )
 
 
@@ -172,9 +172,9 @@ def test_a_second_binding_is_refused() -> None:
     with raises() as excinfo:
         p.bind_json("a", 2)
     assert message(excinfo) == (
-        "binding 'a' already bound; each placeholder takes one value. To use another value, "
-        "bind it on the prompt from before this binding (binders return new prompts, so that "
-        "one is unchanged)"
+        "binding 'a' already bound\n"
+        "Each placeholder takes one value. To use another value, bind it on the prompt from "
+        "before this binding (binders return new prompts, so that one is unchanged)."
     )
 
 
@@ -191,8 +191,9 @@ BINDERS: list[Callable[[Prompt], Prompt]] = [
 
 @pytest.mark.parametrize("bind", BINDERS)
 def test_every_binder_checks_the_name(bind: Callable[[Prompt], Prompt]) -> None:
-    with raises(r"^binding 'zz' not found in template"):
+    with raises(r"^binding 'zz' not found in template\n") as excinfo:
         bind(Prompt("{{a}}"))
+    assert message(excinfo).splitlines()[0] == "binding 'zz' not found in template"
 
 
 def test_a_name_must_be_a_str() -> None:
@@ -214,7 +215,7 @@ def test_binding_returns_a_new_prompt_and_leaves_the_original_unchanged() -> Non
     assert left.build() == "1/left"
     assert right.build() == '1/"right"'
     assert one.unbound == ("b",)
-    with raises(r"^unbound placeholder: a"):
+    with raises(r"^unbound placeholder: a\n"):
         base.build()
 
 
@@ -569,13 +570,13 @@ def test_an_unbound_placeholder_fails_the_build() -> None:
     with raises() as one:
         Prompt("{{a}} {{b}}").bind_literal("a", "x").build()
     assert message(one) == (
-        "unbound placeholder: b; bind every placeholder with a bind_* method before build()"
+        "unbound placeholder: b\nBind every placeholder with a bind_* method before build()."
     )
     with raises() as several:
         Prompt("{{c}} {{a}} {{b}} {{c}}").build()
     assert message(several) == (
-        "unbound placeholder: c (also unbound: a, b); bind every placeholder with a bind_* "
-        "method before build()"
+        "unbound placeholder: c\n"
+        "Also unbound: a, b. Bind every placeholder with a bind_* method before build()."
     )
 
 

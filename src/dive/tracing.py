@@ -6,9 +6,12 @@ success). A chat span may also define ``add_retry(notice: RetryNotice)``: it is 
 each provider retry inside its call before the provider waits. The method is optional (not
 part of the ``ChatSpan`` protocol), so span classes without it stay valid. Likewise a run span
 may define ``leave()``: the loop calls it in the task that started the run once the run is
-over (however it ended), to restore context the tracer changed. ``NopTracer`` is
-the default; ``MultiTracer`` fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer``
-(extra ``otel``); the core imports without it.
+over (however it ended), to restore context the tracer changed. A tracer itself may define
+``record(trace)``: the typed executor (``dive.executor``) then hands it each finished
+``ExecutionTrace``. This is dive's one tracer protocol: agents and executions both report to
+it (``dive.executor.Tracer`` is this class). ``NopTracer`` is the default; ``MultiTracer``
+fans out. The OpenTelemetry adapter is ``dive.otel.OTelTracer`` (extra ``otel``); the core
+imports without it.
 """
 
 from __future__ import annotations

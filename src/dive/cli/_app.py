@@ -208,13 +208,27 @@ def serve(
     agent: Annotated[
         str | None, typer.Option("--agent", help="module:factory building the agent.")
     ] = None,
+    spans: Annotated[
+        Path | None, typer.Option("--spans", help="Exported OpenTelemetry spans (JSON file).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="provider:model pricing ideal caching.")
+    ] = None,
 ) -> None:
     """The web viewer over the sessions store (needs the viewer extra)."""
     from dive.cli._serve import serve_viewer
 
     if db is not None and dsn is not None:
         raise CliError("use --db or --dsn, not both", EXIT_USAGE)
-    serve_viewer(db=_db(db) if dsn is None else None, dsn=dsn, host=host, port=port, agent=agent)
+    serve_viewer(
+        db=_db(db) if dsn is None else None,
+        dsn=dsn,
+        host=host,
+        port=port,
+        agent=agent,
+        spans=spans,
+        model=model,
+    )
 
 
 def _db(db: Path | None) -> Path:

@@ -5,8 +5,9 @@ handed to ``dive.viewer.serve(store, host=..., port=..., agent_factory=...)``, w
 prints the URL (with its access token), blocks until Ctrl-C and closes the store.
 ``--agent module:factory`` imports ``factory(session_id) -> Agent`` (or an awaitable of
 one): with it, a decision made in the viewer resumes the turn at once; without it the
-decision is recorded for the process that owns the session. Without the viewer installed,
-one line names the extra to install (exit 2).
+decision is recorded for the process that owns the session. ``--spans FILE`` (exported
+OpenTelemetry spans) and ``--model provider:model`` are passed on when given. Without the
+viewer installed, one line names the extra to install (exit 2).
 """
 
 from __future__ import annotations
@@ -65,14 +66,24 @@ def _viewer_serve() -> Callable[..., Any]:
         viewer = importlib.import_module("dive.viewer")
     except ImportError:
         raise CliError(VIEWER_MISSING, EXIT_USAGE) from None
-    serve = getattr(viewer, "serve", None)
+    try:
+        serve = getattr(viewer, "serve", None)
+    except MissingExtraError:  # dive.viewer imports, its web parts do not
+        raise CliError(VIEWER_MISSING, EXIT_USAGE) from None
     if not callable(serve):
         raise CliError(VIEWER_MISSING, EXIT_USAGE)
     return serve
 
 
 def serve_viewer(
-    *, db: Path | None, dsn: str | None, host: str, port: int, agent: str | None
+    *,
+    db: Path | None,
+    dsn: str | None,
+    host: str,
+    port: int,
+    agent: str | None,
+    spans: Path | None = None,
+    model: str | None = None,
 ) -> None:
     """Build the store and the agent factory, then hand them to ``dive.viewer.serve``.
 
@@ -82,6 +93,8 @@ def serve_viewer(
         host: the interface to bind.
         port: the port (0: a free one).
         agent: ``module:factory`` building the agent for a session id, if any.
+        spans: a file of exported OpenTelemetry spans for the trace view, if any.
+        model: ``provider:model`` pricing the ideal-caching comparison, if given.
 
     Raises:
         CliError: the viewer is not installed, or ``agent`` cannot be imported (exit 2).
@@ -90,7 +103,8 @@ def serve_viewer(
     factory = load_factory(agent) if agent is not None else None
     store = _store(db, dsn)
     try:
-        out = serve(store, host=host, port=port, agent_factory=factory)
+        extra = {k: v for k, v in {"spans": spans, "model": model}.items() if v is not None}
+        out = serve(store, host=host, port=port, agent_factory=factory, **extra)
     except MissingExtraError:
         raise CliError(VIEWER_MISSING, EXIT_USAGE) from None
     if inspect.isawaitable(out):

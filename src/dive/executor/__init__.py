@@ -38,6 +38,7 @@ from dive.executor._evals import (
 )
 from dive.executor._executor import Executor
 from dive.executor._options import ExecutorOptions
+from dive.executor._result import ExecutionResult
 from dive.executor._submit import Finding, ResultValidator, SubmissionContext, SubmitTool
 from dive.executor._suspend import ConfigDriftError, ExecutionSuspended, Suspension
 from dive.executor._tools import (
@@ -49,17 +50,18 @@ from dive.executor._tools import (
     tool_error,
 )
 from dive.executor._trace import ExecutionTrace, TracedCall, TracedRound
-from dive.executor._tracers import Tracer, use_tracer
+from dive.executor._tracers import Tracer, TraceRecorder, use_tracer
 
 __all__ = [
     "AbortExecution",
     "Check",
     "Commit",
     "ConfigDriftError",
-    "ExecutionSuspended",
     "EvalCase",
     "EvalReport",
     "EvalResult",
+    "ExecutionResult",
+    "ExecutionSuspended",
     "ExecutionTrace",
     "Executor",
     "ExecutorConfigError",
@@ -81,6 +83,7 @@ __all__ = [
     "SubmitTool",
     "Suspension",
     "ToolHandler",
+    "TraceRecorder",
     "TracedCall",
     "TracedRound",
     "Tracer",

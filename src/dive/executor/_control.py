@@ -8,12 +8,16 @@ the finalize nudge. Every tool round starts from ``auto``: forcing applies to on
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dive.agent import HookContext
 from dive.errors import HookAbort
 from dive.executor._options import ExecutorOptions
 from dive.llm import ModelSettings, ToolChoice
 from dive.messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from dive.executor._rounds import RoundRecorder
 
 __all__ = ["NUDGE_TEXT", "Control"]
 
@@ -43,9 +47,9 @@ class Control:
         self._force_next = options.force_submit_tool_choice and not self._deferred
         self._live_calls = 0
         self._nudged = False
-        self.round = 0
-        self.base = 0
-        self.limit: int | None = None  # the round index the budget ends at
+        self.round = 0  # the trace index of the round being made
+        self.recorder: RoundRecorder | None = None  # the execute's rounds (set by the driver)
+        self.limit: int | None = None  # rounds of the budget
         self.exhausted = False
 
     def saw_call(self, name: str) -> None:
@@ -68,14 +72,21 @@ class Control:
         self._force_next = True
 
     def before_call(self, ctx: HookContext[None]) -> None:
-        """The ``pre_iteration`` hook: round number, tool choice, nudge."""
-        self.round = self.base + ctx.iteration
-        if self.limit is not None and self.round >= self.limit:
+        """The ``pre_iteration`` hook: round number, budget, tool choice, nudge.
+
+        Pause resends are free: they neither use the budget nor count as a tool round.
+        """
+        recorder = self.recorder
+        self.round = recorder.mark() if recorder is not None else ctx.iteration
+        used = recorder.charged(0) if recorder is not None else ctx.iteration
+        if self.limit is not None and used >= self.limit:
             self.exhausted = True
             raise HookAbort("the executor's round budget is used up")
-        force = self._force_next
-        self._force_next = False
-        after_tools = ctx.iteration > 0  # within a turn, only a tool round is followed by a call
+        paused = recorder is not None and recorder.last_paused
+        force = self._force_next and not paused
+        self._force_next = self._force_next and paused
+        # within a turn, a call follows a tool round (or a pause, whose resend is the same call)
+        after_tools = ctx.iteration > 0 and not paused
         if after_tools:
             self._count(ctx.messages)
         if after_tools and self._deferred and self._gate_resolved:

@@ -84,11 +84,14 @@ class ProviderRetriesExhausted(ProviderError):
     """A model call kept failing with retryable errors until the retry policy gave up.
 
     ``transient`` is True and ``requeue_after`` (seconds) suggests when a job queue should
-    try the whole execution again; the last error is the ``__cause__``.
+    try the whole execution again; the last error is the ``__cause__``. Like an
+    ``ExecutorError`` it carries the execution's ``trace`` and ``messages``.
     """
 
     transient = True
     requeue_after = 300.0
+    trace: ExecutionTrace | None = None
+    messages: tuple[Message, ...] = ()
 
     def __init__(self, message: str, last: ProviderError) -> None:
         super().__init__(

@@ -143,7 +143,7 @@ def no_errors(ignore: Sequence[str] = ()) -> Check:
         if trace.suspended:
             obs.log("suspended: skipped")
             return
-        unknown = [c for c in trace.tool_calls if c.error and "does not exist" in c.error]
+        unknown = [c for c in trace.tool_calls if (c.error or "").startswith("UnknownToolError")]
         if trace.error is not None and not unknown and _transient(trace.error):
             obs.grade(1.0, f"infrastructure error, not the agent's: {trace.error}")
             return
@@ -167,11 +167,18 @@ def no_errors(ignore: Sequence[str] = ()) -> Check:
     return check
 
 
+_TRANSIENT = (
+    "ProviderRetriesExhausted",
+    "RateLimitedError",
+    "OverloadedError",
+    "ProviderTimeoutError",
+    "ProviderConnectionError",
+)
+
+
 def _transient(error: str) -> bool:
-    return any(
-        name in error
-        for name in ("RateLimitedError", "OverloadedError", "ProviderTimeoutError", "Connection")
-    )
+    """Whether a trace's error (``"<ErrorType>: <message>"``) is the provider's, not the run's."""
+    return error.split(":", 1)[0] in _TRANSIENT
 
 
 class _Judgement(BaseModel):

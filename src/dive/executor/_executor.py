@@ -2,51 +2,44 @@
 
 A thin typed façade over the agent loop: it renders the prompt, assembles the tools (the
 caller's, the submit tool), configures an ``Agent`` (settings, round budget, concurrency,
-caching, no final-answer forcing) and interprets each turn's result. When a turn ends
-without a commit, the executor continues the conversation statelessly with the loop's
-``history=``: a redirect to the submit tool, a parse repair in text mode, or a continuation
-after an output-limit cut-off; every model call counts against ``max_rounds``.
+caching, no final-answer forcing) and interprets each turn's result (``_drive``). When a
+turn ends without a commit, the executor continues the conversation statelessly with the
+loop's ``history=``: a redirect to the submit tool, a parse repair in text mode, or a
+continuation after an output-limit cut-off; every model call but a pause resend counts
+against ``max_rounds``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Generic, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from dive.agent import Agent, Hooks, Limits, RunResult
-from dive.errors import ProviderError
+from dive.agent import Agent, RunResult
 from dive.executor._control import Control
+from dive.executor._drive import Driver
 from dive.executor._errors import (
     ExecutorConfigError,
     ExecutorError,
-    ExecutorIncomplete,
-    ExecutorRefused,
-    MaxRoundsExceeded,
-    ProviderRetriesExhausted,
-    ResponseParseError,
 )
 from dive.executor._metrics import record_metrics
 from dive.executor._options import ExecutorOptions, resource_labels
-from dive.executor._rounds import record_rounds
+from dive.executor._outcomes import Outcomes
+from dive.executor._result import ExecutionResult
 from dive.executor._seeds import run_seeds
 from dive.executor._steps import (
-    OUTPUT_LIMIT_TEXT,
-    REDIRECT_TEXT,
-    REPAIR_TEXT,
-    Call,
     build,
     continue_turn,
     outcome_of,
-    send,
     send_first,
     settled,
 )
-from dive.executor._submit import ResultValidator, SubmissionContext, SubmitTool, run_validators
+from dive.executor._submit import ResultValidator, SubmitTool
 from dive.executor._submit_tool import SubmitLoopTool
 from dive.executor._suspend import (
     ConfigDriftError,
@@ -55,13 +48,13 @@ from dive.executor._suspend import (
     digest,
     frame_answer,
 )
-from dive.executor._text import candidates
-from dive.executor._tools import ExecutorTool, HandlerTool, Outcomes
+from dive.executor._tools import ExecutorTool, HandlerTool
 from dive.executor._trace import ExecutionTrace
 from dive.executor._tracers import record_trace
 from dive.llm import Model, ModelSettings
-from dive.messages import CacheControl, Message, TextBlock, ToolCall
+from dive.messages import Message, TextBlock, ToolCall
 from dive.prompts import Bindable, Prompt
+from dive.providers import TEMPERATURE_DROPPED, RetryPolicy, settings_warnings
 from dive.tools import Tool
 from dive.tracing import Tracer
 
@@ -77,7 +70,9 @@ class Executor(Generic[RequestT, ResponseT]):
     """Turns a ``Bindable`` request into a validated ``response_type`` through a conversation.
 
     Args:
-        model: a dive ``Model`` or ``"provider:model"`` (built with ``options.retry``).
+        model: a dive ``Model`` or ``"provider:model"``. ``options.retry``, when set, is the
+            policy of its calls: a string is built with it, a model object is used through a
+            copy with it (the object itself is left as it was).
         prompt: the user prompt template; ``request.bind(prompt)`` fills it.
         response_type: the pydantic model of the result.
         options: see ``ExecutorOptions``.
@@ -90,7 +85,9 @@ class Executor(Generic[RequestT, ResponseT]):
         suspend_tool: a tool whose handler returns ``dive.tools.Suspend(prompt)`` to wait
             for a person; ``execute`` then raises ``ExecutionSuspended``.
         name: the agent name in traces.
-        tracer: receives the loop's spans (e.g. ``dive.otel.OTelTracer()``).
+        tracer: a ``dive.tracing.Tracer``: receives the loop's spans of every execution
+            (e.g. ``dive.otel.OTelTracer()``) and, if it defines ``record(trace)``, each
+            finished ``ExecutionTrace``. ``use_tracer`` installs one per response type.
     """
 
     def __init__(
@@ -122,6 +119,8 @@ class Executor(Generic[RequestT, ResponseT]):
                 else f"{model}:{self.options.model}"
             )
             model = resolve(spec, retry=self.options.retry)
+        elif self.options.retry is not None:
+            model = _with_retry(model, self.options.retry)
         self.model: Model = model
         self.prompt = prompt
         self.response_type = response_type
@@ -141,6 +140,7 @@ class Executor(Generic[RequestT, ResponseT]):
                 f"suspend tool {submit_tool.name!r} collides with the submit tool name; the run "
                 "could never terminate"
             )
+        _check_temperature(self.options, self.model.provider)
         gate = self.options.force_submit_defer_until
         if gate is not None and submit_tool is not None and gate == submit_tool.name:
             raise ExecutorConfigError("force_submit_defer_until cannot name the submit tool")
@@ -155,9 +155,69 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         """Run the conversation until a response is committed; see the module docstring.
 
-        Raises ``ExecutorError`` subclasses (with ``.trace`` and ``.messages``) and
-        ``ProviderError`` for a model call that failed after its retries.
+        Args:
+            request: binds the prompt's placeholders (``request.bind(prompt)``).
+            tools: the tools of this execution, by name (keys equal the tools' names).
+            seed_tool_calls: calls run before the first round, as if the model had made them.
+
+        Raises:
+            ExecutorError: the run failed (a subclass says how; ``.trace`` and ``.messages``
+                show how far it got).
+            ProviderError: a model call failed (``ProviderRetriesExhausted`` after retries).
+            ExecutionSuspended: the suspend tool asked a person; ``run()`` reports this as
+                a status instead.
         """
+        response, _ = await self._execute(request, tools, seed_tool_calls)
+        return response
+
+    async def run(
+        self,
+        request: RequestT | None = None,
+        tools: Mapping[str, ExecutorTool[Any]] | None = None,
+        seed_tool_calls: Sequence[ToolCall] = (),
+        *,
+        suspension: Suspension | None = None,
+        answers: Mapping[str, str] | None = None,
+    ) -> ExecutionResult[ResponseT]:
+        """Like ``execute``, reported the way ``Agent.run`` reports a turn.
+
+        Returns an ``ExecutionResult``: ``completed`` with the response, or ``suspended``
+        with the ``Suspension`` to resume, each with the trace and the usage. Resume by
+        passing ``suspension`` and the ``answers`` (by call id) instead of a request.
+
+        Args:
+            request: as for ``execute`` (None when resuming).
+            tools: as for ``execute`` (and for ``resume``).
+            seed_tool_calls: as for ``execute`` (not when resuming).
+            suspension: a suspended execution's ``Suspension`` to continue.
+            answers: the person's answers to its pending calls, by call id.
+
+        Raises:
+            ExecutorConfigError: neither a request nor a suspension, or both.
+            ExecutorError: as for ``execute``.
+            ProviderError: as for ``execute``.
+        """
+        if (request is None) == (suspension is None) or (suspension and seed_tool_calls):
+            raise ExecutorConfigError(
+                "run() takes a request (with tools and seed calls), or a suspension and its "
+                "answers to resume it, not both"
+            )
+        try:
+            if suspension is not None:
+                response, trace = await self._resume(suspension, answers or {}, tools)
+            else:
+                assert request is not None
+                response, trace = await self._execute(request, tools, seed_tool_calls)
+        except ExecutionSuspended as exc:
+            return ExecutionResult(status="suspended", suspension=exc.suspension, trace=exc.trace)
+        return ExecutionResult(status="completed", output=response, trace=trace)
+
+    async def _execute(
+        self,
+        request: RequestT,
+        tools: Mapping[str, ExecutorTool[Any]] | None,
+        seed_tool_calls: Sequence[ToolCall],
+    ) -> tuple[ResponseT, ExecutionTrace]:
         prompt_text, suffix, system = self._render(request)
         trace = ExecutionTrace(
             input_prompt=prompt_text if not suffix else f"{prompt_text}\n\n{suffix}",
@@ -166,14 +226,20 @@ class Executor(Generic[RequestT, ResponseT]):
         )
         outcomes = Outcomes()
         run = self._run(prompt_text, suffix, system, tools or {}, seed_tool_calls, trace, outcomes)
-        return await self._finishing(run, trace, outcomes)
+        return await self._finishing(run, trace, outcomes), trace
 
     async def _finishing(
         self, run: Awaitable[ResponseT], trace: ExecutionTrace, outcomes: Outcomes
     ) -> ResponseT:
-        """Await ``run``; on every exit complete the trace, hand it over, record metrics."""
+        """Await ``run``; on every exit complete the trace, hand it over, record metrics.
+
+        The provider's settings warnings are logged once per execution; the default
+        temperature, which the caller never set, is dropped silently where it does not apply.
+        """
+        silence = [TEMPERATURE_DROPPED] if self.options.temperature is None else []
         try:
-            response = await run
+            with settings_warnings(silence=silence):
+                response = await run
         except BaseException as exc:
             trace.finish(error=exc)
             if isinstance(exc, ExecutorError) and exc.trace is None:
@@ -185,7 +251,7 @@ class Executor(Generic[RequestT, ResponseT]):
         return response
 
     def _report(self, trace: ExecutionTrace, outcomes: Outcomes, outcome: str) -> None:
-        record_trace(self.response_type, trace)
+        record_trace(self.response_type, trace, self.tracer)
         base = {
             "gen_ai.provider.name": self.provider_label,
             "gen_ai.request.model": self.model.name,
@@ -246,7 +312,9 @@ class Executor(Generic[RequestT, ResponseT]):
             )
         return sorted(out, key=lambda t: t.name)
 
-    def _settings(self) -> ModelSettings:
+    @property
+    def model_settings(self) -> ModelSettings:
+        """The settings of every model call (tool choice is set per call)."""
         o = self.options
         thinking = o.thinking_budget is not None
         temperature = o.temperature if o.temperature is not None else (None if thinking else 0.1)
@@ -258,6 +326,10 @@ class Executor(Generic[RequestT, ResponseT]):
             reasoning_effort=o.effort,
             caching=o.caching,
             cache_ttl=o.cache_ttl,
+            # the rendered prompt is its own cache entry, shared by executions that differ
+            # only in the suffix; the provider marks it on the first request only
+            cache_first_user_block=o.caching
+            and (self.user_prompt_suffix is not None or o.cache_first_user_block),
         )
 
     async def _run(
@@ -270,23 +342,24 @@ class Executor(Generic[RequestT, ResponseT]):
         trace: ExecutionTrace,
         outcomes: Outcomes,
     ) -> ResponseT:
-        o = self.options
         loop_tools = self._loop_tools(tools, trace, outcomes)
-        first = TextBlock(text=prompt_text)
-        if o.caching and (suffix or o.cache_first_user_block):
-            # the rendered prompt is its own cache entry, shared by executions that differ
-            # only in the suffix; it counts as one of the request's four breakpoints
-            first = TextBlock(text=prompt_text, cache_control=CacheControl(ttl=o.cache_ttl))
-        blocks = [first] + ([TextBlock(text=suffix)] if suffix else [])
+        blocks = [TextBlock(text=prompt_text)] + ([TextBlock(text=suffix)] if suffix else [])
         history: list[Message] = [Message(role="user", content=tuple(blocks))]
         seeded = await run_seeds(seeds, loop_tools, history, trace, outcomes)
         if settled(outcomes, trace, history):
             return cast(ResponseT, outcomes.commit)
         control = self._control(tools, outcomes)
         start = continue_turn(history) if seeded else send_first(history[0])
-        return await self._drive(
-            system, loop_tools, control, outcomes, trace, start, 0, o.max_rounds
+        driver = Driver(
+            self,
+            system=system,
+            tools=loop_tools,
+            control=control,
+            outcomes=outcomes,
+            trace=trace,
+            budget=self.options.max_rounds,
         )
+        return cast(ResponseT, await driver.run(start))
 
     def _metadata(self) -> dict[str, Any]:
         """Telemetry labels of this executor's traces."""
@@ -303,31 +376,14 @@ class Executor(Generic[RequestT, ResponseT]):
             return self.options.provider_label
         return {"google": "gcp.vertex_ai"}.get(self.model.provider, self.model.provider)
 
-    def _digest(self) -> str:
+    @property
+    def config_digest(self) -> str:
+        """A digest of this executor's configuration; ``resume`` checks a suspension's."""
         submit = self.submit_tool.name if self.submit_tool is not None else ""
         suspend = self.suspend_tool.definition.name if self.suspend_tool is not None else ""
         return digest(
             repr(self.options), self.response_type.__qualname__, submit, suspend, self.model.name
         )
-
-    def _suspended(
-        self, result: RunResult[Any], rounds: int, budget: int, trace: ExecutionTrace
-    ) -> ExecutionSuspended:
-        state = result.turn.suspension
-        assert state is not None
-        prompt = state.pending_tool_calls[0].prompt if state.pending_tool_calls else ""
-        trace.suspended, trace.suspension_reason = True, prompt
-        suspension = Suspension(
-            state=state,
-            history=tuple(result.history),
-            round=rounds - 1,
-            remaining_rounds=max(budget - rounds, 0),
-            provider=self.model.provider,
-            model=self.model.name,
-            config_digest=self._digest(),
-            prompt=prompt,
-        )
-        return ExecutionSuspended(suspension, trace)
 
     async def resume(
         self,
@@ -337,13 +393,30 @@ class Executor(Generic[RequestT, ResponseT]):
     ) -> ResponseT:
         """Continue a suspended execution with the person's ``answers`` (by call id).
 
-        Raises ``ConfigDriftError`` when this executor's provider, model or configuration is
-        not the suspended one's, and ``ExecutorConfigError`` for an answer to no pending call.
+        Args:
+            suspension: what ``ExecutionSuspended`` (or ``run()``) gave.
+            answers: the person's answer to each pending call, by call id.
+            tools: the tools of the execution, as given to ``execute``.
+
+        Raises:
+            ConfigDriftError: this executor's provider, model or configuration is not the
+                suspended one's.
+            ExecutorConfigError: an answer to a call that is not pending.
+            ExecutionSuspended: the run suspended again.
         """
+        response, _ = await self._resume(suspension, answers, tools)
+        return response
+
+    async def _resume(
+        self,
+        suspension: Suspension,
+        answers: Mapping[str, str],
+        tools: Mapping[str, ExecutorTool[Any]] | None,
+    ) -> tuple[ResponseT, ExecutionTrace]:
         for what, mine, theirs in (
             ("provider", self.model.provider, suspension.provider),
             ("model", self.model.name, suspension.model),
-            ("configuration", self._digest(), suspension.config_digest),
+            ("configuration", self.config_digest, suspension.config_digest),
         ):
             if mine != theirs:
                 raise ConfigDriftError(
@@ -367,19 +440,17 @@ class Executor(Generic[RequestT, ResponseT]):
 
         budget = min(suspension.remaining_rounds, self.options.max_rounds)
         carried = max(state.model_calls - state.budget_start, 0)
-        run = self._drive(
-            system,
-            loop_tools,
-            control,
-            outcomes,
-            trace,
-            start,
-            0,
-            budget,
-            carried,
-            state.iterations,
+        driver = Driver(
+            self,
+            system=system,
+            tools=loop_tools,
+            control=control,
+            outcomes=outcomes,
+            trace=trace,
+            budget=budget,
+            carried=carried,
         )
-        return await self._finishing(run, trace, outcomes)
+        return await self._finishing(driver.run(start), trace, outcomes), trace
 
     def _control(self, tools: Mapping[str, Any], outcomes: Outcomes) -> Control:
         submit = self.submit_tool.name if self.submit_tool is not None else None
@@ -390,179 +461,28 @@ class Executor(Generic[RequestT, ResponseT]):
         outcomes.control = control
         return control
 
-    async def _drive(
-        self,
-        system: str,
-        loop_tools: list[Tool],
-        control: Control,
-        outcomes: Outcomes,
-        trace: ExecutionTrace,
-        start: Call,
-        rounds: int,
-        budget: int,
-        carried: int = 0,
-        offset: int = 0,
-    ) -> ResponseT:
-        """Run loop turns from ``start`` until a response is committed or parsed.
 
-        ``carried``: model calls a resumed turn already counts against its own budget (they
-        were charged before the suspension), so its first turn may make that many more;
-        ``offset``: that turn's earlier iterations (the loop numbers its calls from them).
-        """
-        o = self.options
-        cutoffs, repairs, interrupted = 0, 0, False
-        history: list[Message] = []
-        call: Call | None = start
-        while True:
-            remaining = budget - rounds
-            if remaining <= 0:
-                raise MaxRoundsExceeded(
-                    f"agent exceeded maximum conversation rounds ({o.max_rounds})",
-                    trace=trace,
-                    messages=history,
-                )
-            control.base, control.limit = rounds - offset, budget
-            offset = 0
-            # one call more than the budget: the executor stops it (a submission on the last
-            # round must run, which the loop refuses on its own last allowed call)
-            agent = self._agent(system, loop_tools, remaining + carried + 1, control)
-            carried = 0
-            assert call is not None
-            result = await call(agent)
-            history = result.all_messages()
-            rounds += record_rounds(trace, result, rounds, self.model, capture=o.capture_payloads)
-            call = None
-            if result.status != "incomplete":
-                interrupted = False
-            if settled(outcomes, trace, history):
-                return cast(ResponseT, outcomes.commit)
-            if result.status == "suspended":
-                raise self._suspended(result, rounds, budget, trace)
-            if result.status == "incomplete":
-                reason = result.outcome.reason if result.outcome is not None else ""
-                if reason == "stream_interrupted" and not interrupted:
-                    interrupted = True  # once: nothing re-runs, the model sees the history
-                    call = continue_turn(history)
-                    continue
-                interrupted = False
-                cutoffs = self._incomplete(result, cutoffs, trace, history, control)
-                outcomes.interventions.append("output_limit_continue")
-                call = send(Message.user(OUTPUT_LIMIT_TEXT.format(n=o.max_tokens)), history)
-                continue
-            cutoffs = 0
-            _raise_if_refused(result, trace, history)
-            if self.submit_tool is not None:
-                call = send(Message.user(REDIRECT_TEXT.format(name=self.submit_tool.name)), history)
-                control.force_next()
-                outcomes.interventions.append("submit_redirect")
-                continue
-            response, problem = await self._parse(result, trace)
-            if response is not None:
-                return response
-            repairs += 1
-            if repairs > 2:
-                raise ResponseParseError(
-                    f"failed to parse response: {problem}", trace=trace, messages=history
-                )
-            outcomes.interventions.append("parse_repair")
-            call = send(Message.user(REPAIR_TEXT.format(reason=problem)), history)
+# the highest temperature each provider accepts (others: 2.0, checked by ExecutorOptions)
+_MAX_TEMPERATURE = {"anthropic": 1.0, "gcp.vertex_ai": 1.0, "aws.bedrock": 1.0}
 
-    def _agent(
-        self, system: str, tools: list[Tool], remaining: int, control: Control
-    ) -> Agent[str, None]:
-        return Agent(
-            model=self.model,
-            instructions=system,
-            tools=tools,
-            name=self.name,
-            model_settings=self._settings(),
-            limits=Limits(
-                max_model_calls_per_turn=remaining, force_final_answer=False, response_timeout=None
-            ),
-            parallel_tool_execution=self.options.tool_call_concurrency > 1,
-            max_tool_concurrency=self.options.tool_call_concurrency,
-            prime_reminders=False,
-            hooks=Hooks(pre_iteration=[control.before_call]),
-            tracer=self.tracer,
+
+def _check_temperature(options: ExecutorOptions, provider: str) -> None:
+    top = _MAX_TEMPERATURE.get(provider, 2.0)
+    t = options.temperature
+    if t is not None and not 0.0 <= t <= top:
+        raise ExecutorConfigError(
+            f"temperature must be between 0.0 and {top} for {provider}, got {t}"
         )
 
-    def _incomplete(
-        self,
-        result: RunResult[Any],
-        cutoffs: int,
-        trace: ExecutionTrace,
-        history: list[Message],
-        control: Control,
-    ) -> int:
-        """An incomplete turn: the number of cut-offs in a row, or raise."""
-        outcome = result.outcome
-        reason = outcome.reason if outcome is not None else "unknown"
-        if reason == "stream_interrupted":  # the second in a row (the first was continued)
-            raise ExecutorIncomplete(
-                f"the response stream was interrupted twice in a row: {result.error}",
-                reason="stream_interrupted",
-                trace=trace,
-                messages=history,
-            )
-        if reason == "output_limit" and cutoffs < 2:
-            return cutoffs + 1
-        if reason == "iteration_limit" or (reason == "hook_abort" and control.exhausted):
-            raise MaxRoundsExceeded(
-                f"agent exceeded maximum conversation rounds ({self.options.max_rounds})",
-                trace=trace,
-                messages=history,
-            )
-        error = result.error
-        if reason == "provider_error" and isinstance(error, ProviderError):
-            if error.retryable:
-                n = self.options.retry.max_retries
-                raise ProviderRetriesExhausted(
-                    f"model call failed after {n} retries: {error}", error
-                ) from error
-            raise error
-        if reason in ("output_limit", "context_limit", "pause", "provider_stopped"):
-            raise ExecutorIncomplete(
-                f"the model stopped ({reason}) and the executor cannot continue",
-                reason=reason,
-                trace=trace,
-                messages=history,
-            )
-        raise ExecutorError(f"the run ended {reason}: {result}", trace=trace, messages=history)
 
-    async def _parse(
-        self, result: RunResult[Any], trace: ExecutionTrace
-    ) -> tuple[ResponseT | None, str]:
-        """Text mode: the last answer's JSON, validated, or the problem to repair."""
-        last = next((m for m in reversed(result.turn.messages) if m.role == "assistant"), None)
-        text = "\n".join(b.text for b in last.content if isinstance(b, TextBlock)) if last else ""
-        if not text.strip():
-            raise ExecutorError("no content in model response", trace=trace)
-        problem = "no JSON object found"
-        for candidate in candidates(text):
-            try:
-                response = self.response_type.model_validate_json(candidate)
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]["msg"]
-                problem = f"invalid JSON for {self.response_type.__name__}: {first}"
-                continue
-            sub = SubmissionContext(
-                reasoning="", tool_call_id="", round=len(trace.rounds) - 1, trace=trace
-            )
-            schema = self.response_type.model_json_schema()
-            findings = await run_validators(response, sub, schema, self.result_validators)
-            if findings:
-                return None, "; ".join(f.details for f in findings)
-            return response, ""
-        return None, problem
-
-
-def _raise_if_refused(
-    result: RunResult[Any], trace: ExecutionTrace, history: list[Message]
-) -> None:
-    """A refusal ends the execution: ``ExecutorRefused`` with what the model said."""
-    if result.stop_reason == "refusal":
-        raise ExecutorRefused(
-            f"the model refused: {result.stop_details or result.output_text}",
-            trace=trace,
-            messages=history,
+def _with_retry(model: Model, policy: RetryPolicy) -> Model:
+    """``model`` with ``policy`` for its calls: a shallow copy (same client), or refuse."""
+    if not isinstance(getattr(model, "retry", None), RetryPolicy):
+        raise ExecutorConfigError(
+            f"ExecutorOptions.retry cannot be applied: {type(model).__name__} has no retry "
+            "policy (no `retry` attribute holding a RetryPolicy). Leave options.retry unset "
+            "and configure retries on the model itself"
         )
+    clone = copy.copy(model)
+    setattr(clone, "retry", policy)  # noqa: B010 - not part of the Model protocol
+    return clone

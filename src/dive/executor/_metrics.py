@@ -2,17 +2,20 @@
 
 Recorded when an execution ends (every exit, with its outcome), from its trace: rounds,
 token usage (``input`` counts cache reads and writes too), cache tokens, tool calls,
-interventions (redirects, nudges, rejected submissions, repairs, cut-off continuations) and
-round-limit exits. Every point carries the provider label, the requested model, the agent
-name (if set) and the resource labels; never request, trace or call ids.
+interventions (redirects, nudges, rejected submissions, repairs, cut-off continuations),
+round-limit exits and every model call attempt (``dive.executor.api.requests``, retried and
+failed ones with their error type and status). Every point carries the provider label, the
+requested model, the agent name (if set) and the resource labels; never request, trace or
+call ids.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dive.executor._trace import ExecutionTrace
+from dive.executor._trace import ExecutionTrace, TracedRound
 
 __all__ = ["OUTCOMES", "record_metrics"]
 
@@ -58,6 +61,11 @@ def _meter_instruments() -> dict[str, Any] | None:
         "round_limit": meter.create_counter(
             "dive.executor.round_limit_exceeded", description="Executions out of rounds"
         ),
+        "requests": meter.create_counter(
+            "dive.executor.api.requests",
+            unit="{request}",
+            description="Model call attempts, retried and failed ones included",
+        ),
     }
     return _instruments
 
@@ -90,6 +98,8 @@ def record_metrics(
             inst["cache"].add(
                 r.cache_creation_tokens, {**attrs, "gen_ai.token.type": "cache_creation"}
             )
+    for r in trace.rounds:
+        _count_attempts(inst["requests"], r, attrs)
     for call in trace.tool_calls:
         if not call.seeded:
             inst["tools"].add(1, {**attrs, "gen_ai.tool.name": call.name})
@@ -98,3 +108,19 @@ def record_metrics(
     inst["rounds"].record(len(trace.rounds), {**attrs, "dive.executor.outcome": outcome})
     if outcome == "round_limit":
         inst["round_limit"].add(1, attrs)
+
+
+_STATUS = re.compile(r" returned (\d{3}) ")
+
+
+def _count_attempts(counter: Any, round_: TracedRound, attrs: Mapping[str, str]) -> None:
+    """One point per attempt of a round: each failed one, then the one that answered (200)."""
+    for error in round_.errors:  # "<ErrorType>: <message>"
+        kind, _, message = error.partition(": ")
+        point: dict[str, Any] = {**attrs, "error.type": kind}
+        status = _STATUS.search(f" {message} ")
+        if status is not None:
+            point["http.response.status_code"] = int(status.group(1))
+        counter.add(1, point)
+    if not round_.failed:
+        counter.add(1, {**attrs, "http.response.status_code": 200})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from dive.executor._errors import ExecutorConfigError
@@ -38,7 +38,8 @@ class ExecutorOptions:
             to submit (0: never).
         force_submit_tool_choice: force the submit tool on the first round (not with thinking).
         force_submit_defer_until: a gate tool: forcing waits until it has been called.
-        retry: the provider layer's retry policy for model calls.
+        retry: the provider layer's retry policy for model calls; None: the model's own
+            (``RetryPolicy()`` for a model built from a string).
         caching: prompt-cache markers (Anthropic; other providers cache on their own).
         cache_ttl: ``"5m"`` or ``"1h"``.
         cache_first_user_block: also mark the first user block (the rendered prompt).
@@ -57,7 +58,7 @@ class ExecutorOptions:
     max_tool_calls_before_finalize: int = 0
     force_submit_tool_choice: bool = False
     force_submit_defer_until: str | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    retry: RetryPolicy | None = None
     caching: bool = True
     cache_ttl: Literal["5m", "1h"] = "5m"
     cache_first_user_block: bool = False

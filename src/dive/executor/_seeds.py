@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from dive.agent import to_tool_result
 from dive.executor._errors import ExecutorConfigError
-from dive.executor._tools import Outcomes
-from dive.executor._trace import ExecutionTrace
-from dive.messages import Message, ToolCall, ToolResult
-from dive.tools import Tool, ToolContext
+from dive.executor._outcomes import Outcomes
+from dive.executor._trace import ExecutionTrace, TracedCall
+from dive.messages import Message, ToolCall
+from dive.tools import Tool, ToolContext, suggest_tool_names
 
 __all__ = ["run_seeds"]
 
@@ -42,14 +43,20 @@ async def run_seeds(
         history.append(Message(role="assistant", content=(seed,)))
         tool = by_name.get(seed.name)
         if tool is None:
-            names = ", ".join(sorted(by_name))
-            result = ToolResult(
-                tool_call_id=seed.id,
-                name=seed.name,
-                is_error=True,
-            )
-            text = f'Tool "{seed.name}" does not exist and was not called. Available: {names}'
+            hint = suggest_tool_names(seed.name, by_name)
+            clause = f" Did you mean: {', '.join(hint)}." if hint else ""
+            text = f'Tool "{seed.name}" does not exist and was not called.{clause}'
             result = to_tool_result(seed, text, is_error=True)
+            trace.add_call(
+                TracedCall(
+                    id=seed.id,
+                    name=seed.name,
+                    params=dict(seed.arguments),
+                    error=f"UnknownToolError: {text}",
+                    seeded=True,
+                    end_time=datetime.now(UTC),
+                )
+            )
         else:
             before = len(trace.tool_calls)
             ctx: ToolContext[None] = ToolContext(
@@ -63,6 +70,6 @@ async def run_seeds(
             for record in trace.tool_calls[before:]:
                 record.seeded = True
         history.append(Message(role="tool", content=(result,)))
-        if outcomes.committed or outcomes.abort is not None:
+        if outcomes.pending:
             break
     return True

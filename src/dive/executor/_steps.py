@@ -15,8 +15,8 @@ from dive.executor._errors import (
     ExecutorRefused,
     MaxRoundsExceeded,
 )
+from dive.executor._outcomes import Outcomes
 from dive.executor._suspend import ExecutionSuspended
-from dive.executor._tools import Outcomes
 from dive.executor._trace import ExecutionTrace
 from dive.messages import Message
 from dive.prompts import Prompt
@@ -58,9 +58,18 @@ def send(message: Message, history: list[Message]) -> Call:
 
 
 def settled(outcomes: Outcomes, trace: ExecutionTrace, history: list[Message]) -> bool:
-    """True when a handler committed; raise when one aborted."""
-    if outcomes.abort is not None:
-        raise ExecutorError(str(outcomes.abort), trace=trace, messages=history) from outcomes.abort
+    """True when a handler committed; raise when one aborted.
+
+    The first terminal outcome in the model's order of calls (``history``) is the one.
+    """
+    outcomes.settle([c.id for m in history if m.role == "assistant" for c in m.tool_calls])
+    abort = outcomes.abort
+    if isinstance(abort, ExecutorError):  # a validator raised: ResultValidationError
+        abort.trace = abort.trace or trace
+        abort.messages = abort.messages or tuple(history)
+        raise abort
+    if abort is not None:
+        raise ExecutorError(str(abort), trace=trace, messages=history) from abort
     return outcomes.committed
 
 

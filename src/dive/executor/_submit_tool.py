@@ -15,7 +15,9 @@ from pydantic import BaseModel
 
 from dive.executor._calls import traced_call
 from dive.executor._errors import ResultValidationError
+from dive.executor._outcomes import Outcomes
 from dive.executor._submit import (
+    Finding,
     ResultValidator,
     SubmissionContext,
     SubmitTool,
@@ -24,8 +26,7 @@ from dive.executor._submit import (
     run_validators,
     submit_schema,
 )
-from dive.executor._tools import Outcomes
-from dive.executor._trace import ExecutionTrace
+from dive.executor._trace import ExecutionTrace, TracedCall
 from dive.messages import ToolCall
 from dive.tools import Tool, ToolAnnotations, ToolContext, ToolOutput, ToolReturn, build_definition
 
@@ -69,18 +70,10 @@ class SubmitLoopTool(Tool):
             if response is None:
                 record.error, record.recoverable = rejection, True
                 return ToolReturn(content={"error": rejection}, is_error=True)
-            sub = SubmissionContext(
-                reasoning=reasoning,
-                tool_call_id=ctx.tool_call_id,
-                round=self._outcomes.round,
-                trace=self._trace,
-            )
             try:
-                findings = await run_validators(
-                    response, sub, self._payload, self._validators, self._cfg.omit_payload_fields
-                )
+                findings = await self._findings(response, reasoning, ctx.tool_call_id)
             except ResultValidationError as exc:
-                self._outcomes.set_abort(exc)
+                self._outcomes.set_abort(ctx.tool_call_id, exc, record)
                 record.error = str(exc)
                 return ToolReturn(content={"error": str(exc)}, is_error=True, terminal=True)
             if findings:
@@ -93,7 +86,33 @@ class SubmitLoopTool(Tool):
                 record.error, record.recoverable = json.dumps(data), True
                 self._outcomes.interventions.append("submit_rejected")
                 return ToolReturn(content=data, is_error=True)
-            self._outcomes.set_commit(response)
-            record.terminal = True
-            record.result = {"success": True, "message": self._cfg.success_message}
+            self._accept(record, response)
             return ToolReturn(content=record.result)
+
+    async def _findings(self, response: BaseModel, reasoning: str, call_id: str) -> list[Finding]:
+        sub = SubmissionContext(
+            reasoning=reasoning, tool_call_id=call_id, round=self._outcomes.round, trace=self._trace
+        )
+        return await run_validators(
+            response, sub, self._payload, self._validators, self._cfg.omit_payload_fields
+        )
+
+    def _accept(self, record: TracedCall, response: BaseModel) -> None:
+        record.terminal = True
+        record.result = {"success": True, "message": self._cfg.success_message}
+        self._outcomes.set_commit(record.id, response, record)
+
+    async def commit_if_accepted(self, call: ToolCall) -> bool:
+        """Run a submission the loop did not run (a suspension ended its batch first).
+
+        Accepted: traced as the committing call, and True. Rejected: False and nothing
+        recorded, so the submission runs as usual when the suspended run resumes. A
+        validator that raises raises ``ResultValidationError``.
+        """
+        response, reasoning, _ = check_submission(call.arguments, self._type, self._cfg)
+        if response is None or await self._findings(response, reasoning, call.id):
+            return False
+        async with traced_call(self._trace, call, self._outcomes) as record:
+            record.reasoning = reasoning or None
+            self._accept(record, response)
+        return True

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from dive.executor._errors import AbortExecution
+from dive.executor._outcomes import Outcomes
 from dive.executor._trace import ExecutionTrace
 from dive.messages import JSONValue, ToolCall, ToolDefinition, ToolResult
 from dive.tools import FunctionTool, Suspend, Tool, ToolContext, ToolOutput, ToolReturn
@@ -124,32 +125,6 @@ class ExecutorTool(Generic[ResponseT]):
         return ExecutorTool(definition=definition, handler=handler, reasoning=reasoning)
 
 
-class Outcomes:
-    """What the handlers of one execute produced that ends it: a commit or an abort.
-
-    The first one, in the order the loop consumes results, wins.
-    """
-
-    def __init__(self) -> None:
-        self.commit: Any = None
-        self.committed = False
-        self.abort: BaseException | None = None
-        self.control: Any = None  # the execute's Control (round number, calls seen)
-        self.interventions: list[str] = []  # for the interventions metric
-
-    @property
-    def round(self) -> int:
-        return self.control.round if self.control is not None else 0
-
-    def set_commit(self, response: Any) -> None:
-        if not self.committed and self.abort is None:
-            self.commit, self.committed = response, True
-
-    def set_abort(self, abort: BaseException) -> None:
-        if not self.committed and self.abort is None:
-            self.abort = abort
-
-
 class HandlerTool(Tool):
     """An ``ExecutorTool`` as a loop tool: strips ``reasoning``, traces, encodes the output."""
 
@@ -184,7 +159,7 @@ class HandlerTool(Tool):
                     out = await out
                 return encode(out, record, self._outcomes)
             except AbortExecution as exc:
-                self._outcomes.set_abort(exc)
+                self._outcomes.set_abort(call.id, exc, record)
                 record.error = f"aborted: {exc.reason}"
                 return ToolReturn(content={"error": exc.reason}, is_error=True, terminal=True)
 
@@ -195,8 +170,8 @@ def encode(out: Any, record: Any, outcomes: Outcomes) -> ToolOutput:
         record.result = {"suspended": out.prompt}
         return out
     if isinstance(out, Commit):
-        outcomes.set_commit(cast(Commit[Any], out).response)
         record.terminal = True
+        outcomes.set_commit(record.id, cast(Commit[Any], out).response, record)
         record.result = {"success": True}
         return ToolReturn(content={"success": True}, terminal=True)
     if out is None:

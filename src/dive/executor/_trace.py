@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dive.llm import Usage
+
 __all__ = ["ExecutionTrace", "TracedCall", "TracedRound"]
 
 
@@ -90,9 +92,14 @@ class ExecutionTrace(BaseModel):
 
     @property
     def cost(self) -> float | None:
-        """Dollars over every round; None when some round's price is unknown."""
+        """Dollars over every round; None when some round's price is unknown.
+
+        A round that failed without a response (nothing billed) adds nothing.
+        """
         total = 0.0
         for r in self.rounds:
+            if r.failed and r.cost is None:
+                continue
             if r.cost is None:
                 return None
             total += r.cost
@@ -109,6 +116,20 @@ class ExecutionTrace(BaseModel):
     def output_tokens(self) -> int:
         """Output tokens over every round."""
         return sum(r.output_tokens for r in self.rounds)
+
+    @property
+    def usage(self) -> Usage:
+        """The rounds' usage summed (``requests``: the model calls that answered)."""
+        reasoning = [r.reasoning_tokens for r in self.rounds if r.reasoning_tokens is not None]
+        return Usage(
+            input_tokens=sum(r.input_tokens for r in self.rounds),
+            output_tokens=self.output_tokens,
+            cache_creation_input_tokens=sum(r.cache_creation_tokens for r in self.rounds),
+            cache_read_input_tokens=sum(r.cache_read_tokens for r in self.rounds),
+            reasoning_tokens=sum(reasoning) if reasoning else None,
+            cost=self.cost,
+            requests=sum(1 for r in self.rounds if not r.failed),
+        )
 
     # --- writing (the executor only) ------------------------------------------------------
 

@@ -45,6 +45,9 @@ class ModelSettings:
     (``{"edits": [{"type": "clear_tool_uses_20250919"}]}`` for context editing,
     ``{"edits": [{"type": "compact_20260112"}]}`` for server-side compaction); the beta
     header each edit needs is added. Other providers refuse it.
+    ``cache_first_user_block`` (Anthropic) marks the first block of the first user message for
+    the prompt cache while that message is the newest one (the first request of a
+    conversation); the marker goes on that request only, never into the history.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -59,6 +62,7 @@ class ModelSettings:
     tool_choice: ToolChoice | None = None
     caching: bool | None = None
     cache_ttl: Literal["5m", "1h"] | None = None
+    cache_first_user_block: bool | None = None
     reasoning_budget: int | None = None
     reasoning_effort: Literal["minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     thinking: Literal["enabled", "adaptive", "disabled"] | None = None

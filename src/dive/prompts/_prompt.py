@@ -138,16 +138,16 @@ class Prompt:
             )
         if name not in self._parsed.names:
             names = ", ".join(self._parsed.names)
-            known = f"its placeholders are: {names}" if names else "it has no placeholders"
+            known = f"Its placeholders are: {names}" if names else "It has no placeholders"
             raise PromptError(
-                f"binding {name!r} not found in template; {known}. Check the name, or add "
-                f"{{{{{name}}}}} to the template"
+                f"binding {name!r} not found in template\n{known}. Check the name, or add "
+                f"{{{{{name}}}}} to the template."
             )
         if name in self._bound:
             raise PromptError(
-                f"binding {name!r} already bound; each placeholder takes one value. To use "
+                f"binding {name!r} already bound\nEach placeholder takes one value. To use "
                 "another value, bind it on the prompt from before this binding (binders return "
-                "new prompts, so that one is unchanged)"
+                "new prompts, so that one is unchanged)."
             )
 
     def _with(self, name: str, value: _Text | Prompt, depth: int) -> Prompt:
@@ -281,10 +281,10 @@ class Prompt:
         missing = self.unbound
         if missing:
             first, *others = missing
-            rest = f" (also unbound: {', '.join(others)})" if others else ""
+            rest = f"Also unbound: {', '.join(others)}. " if others else ""
             raise PromptError(
-                f"unbound placeholder: {first}{rest}; bind every placeholder with a "
-                "bind_* method before build()"
+                f"unbound placeholder: {first}\n{rest}Bind every placeholder with a bind_* "
+                "method before build()."
             )
         return self._render({}).text
 

@@ -3,8 +3,12 @@
 Candidates, in priority order: (a) the last tool definition (tools are sorted by name), (b) the
 system block, (c) the last cacheable block of the newest message, (d) the last cacheable block
 of the previous request's newest message — the message just before the most recent assistant
-message. Caller-placed markers count against the budget of 4; dive trims its own to fit and
-never moves or removes the caller's. A ``1h`` marker never follows a ``5m`` one in prefix order.
+message. With ``first_block`` (``cache_first_user_block``), while message 0 is the newest
+message, its first block (a rendered prompt before a per-run suffix) takes the place of (d).
+The dicts are the outgoing request's, built fresh per request: nothing is marked in the
+history, so no marker outlives its request. Caller-placed markers count against the budget
+of 4; dive trims its own to fit and never moves or removes the caller's. A ``1h`` marker never
+follows a ``5m`` one in prefix order.
 """
 
 from __future__ import annotations
@@ -44,8 +48,25 @@ def _prefix(tools: list[Json], system: list[Json], messages: list[Json]) -> list
     return [*tools, *system, *(b for m in messages for b in m["content"])]
 
 
+def _previous(messages: list[Json], first_block: bool) -> Json | None:
+    """Candidate (d): the previous request's newest block, or the prompt block of message 0."""
+    if first_block and len(messages) == 1:
+        return next((b for b in messages[0]["content"] if _cacheable(b)), None)
+    last_assistant = next(
+        (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "assistant"), None
+    )
+    if last_assistant is not None and last_assistant >= 1:
+        return _last_cacheable(messages[last_assistant - 1]["content"])
+    return None
+
+
 def place_markers(
-    tools: list[Json], system: list[Json], messages: list[Json], *, ttl: str = "5m"
+    tools: list[Json],
+    system: list[Json],
+    messages: list[Json],
+    *,
+    ttl: str = "5m",
+    first_block: bool = False,
 ) -> int:
     """Mark the candidates in place (the dicts are the outgoing request's); return the total."""
     used = count_markers(tools, system, messages)
@@ -53,12 +74,8 @@ def place_markers(
         tools[-1] if tools else None,
         _last_cacheable(system),
         _last_cacheable(messages[-1]["content"]) if messages else None,
+        _previous(messages, first_block),
     ]
-    last_assistant = next(
-        (i for i in range(len(messages) - 1, -1, -1) if messages[i]["role"] == "assistant"), None
-    )
-    if last_assistant is not None and last_assistant >= 1:
-        candidates.append(_last_cacheable(messages[last_assistant - 1]["content"]))
     chosen: list[Json] = []
     for block in candidates:
         if used >= MAX_MARKERS:

@@ -1,17 +1,24 @@
 """What each Claude model family accepts: one table, not scattered checks.
 
-Unknown model names work with conservative capabilities (no adaptive-only assumptions, no
-effort, budgets allowed) and a warning.
+A model's family is its id without an ``@version`` suffix or a trailing ``-YYYYMMDD`` date.
+Per family: whether sampling parameters are accepted, whether thinking takes a budget or is
+adaptive only, and which effort levels exist (``efforts``; ``clamp`` maps a missing level to
+the one sent instead, and a family without effort drops it). Unknown ids work with
+conservative capabilities (budgets allowed, no effort, sampling passed through); the request
+mapping warns about them.
 """
 
 from __future__ import annotations
 
 import re
-import warnings
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import cache
+from types import MappingProxyType
 
-__all__ = ["Capabilities", "capabilities_for"]
+__all__ = ["Capabilities", "capabilities_for", "model_family"]
+
+_FULL = ("low", "medium", "high", "xhigh", "max")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,59 +32,55 @@ class Capabilities:
     adaptive_only: bool = False
     effort: bool = False
     efforts: tuple[str, ...] = ("low", "medium", "high")
+    clamp: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     temperature: bool = True
     known: bool = True
 
 
+_ADAPTIVE = Capabilities(
+    family="adaptive",
+    max_output_tokens=64000,
+    default_max_tokens=8192,
+    adaptive_only=True,
+    effort=True,
+    efforts=_FULL,
+    temperature=False,
+)
+_CLAUDE_45 = Capabilities(
+    family="claude-4.5+",
+    max_output_tokens=64000,
+    default_max_tokens=8192,
+    effort=True,
+    efforts=("low", "medium", "high", "max"),
+    clamp=MappingProxyType({"xhigh": "high"}),
+)
+_CLAUDE_4 = Capabilities(family="claude-4", max_output_tokens=64000, default_max_tokens=8192)
+
+# (family pattern, capabilities); a pattern matches the whole family, first match wins
 _TABLE: tuple[tuple[str, Capabilities], ...] = (
-    (
-        r"claude-(opus-4-[78]|sonnet-5|fable-5)",
-        Capabilities(
-            family="adaptive",
-            max_output_tokens=64000,
-            default_max_tokens=8192,
-            adaptive_only=True,
-            effort=True,
-            efforts=("low", "medium", "high", "xhigh", "max"),
-            temperature=False,
-        ),
-    ),
-    (
-        r"claude-(opus-4-[56]|sonnet-4-6)",
-        Capabilities(
-            family="claude-4.5+",
-            max_output_tokens=64000,
-            default_max_tokens=8192,
-            effort=True,
-            efforts=("low", "medium", "high", "xhigh", "max"),
-        ),
-    ),
-    (
-        r"claude-(sonnet-4-5|haiku-4-5|opus-4-1|opus-4|sonnet-4)",
-        Capabilities(
-            family="claude-4",
-            max_output_tokens=64000,
-            default_max_tokens=8192,
-        ),
-    ),
-    (r"claude-3-7-sonnet", Capabilities(family="claude-3.7", max_output_tokens=64000)),
-    (r"claude-3", Capabilities(family="claude-3", thinking=False)),
+    (r"claude-(opus-4-[78]|sonnet-5|fable-5)", _ADAPTIVE),
+    (r"claude-(opus-4-[56]|sonnet-4-6)", _CLAUDE_45),
+    (r"claude-(sonnet-4(-[05])?|opus-4(-[01])?|haiku-4-5)", _CLAUDE_4),
+    (r"claude-haiku.*", _CLAUDE_4),
+    (r"claude-3-7-sonnet.*", Capabilities(family="claude-3.7", max_output_tokens=64000)),
+    (r"claude-(3|2|instant).*", Capabilities(family="claude-3", thinking=False)),
 )
 
 _UNKNOWN = Capabilities(family="unknown", known=False)
 
+_DATE = re.compile(r"-(\d{8}|latest)$")
+
+
+def model_family(model: str) -> str:
+    """``model`` without ``@version``, a trailing ``-YYYYMMDD`` or ``-latest``, lowercased."""
+    return _DATE.sub("", model.split("@", 1)[0].lower())
+
 
 @cache
 def capabilities_for(model: str) -> Capabilities:
-    """The capabilities of ``model``; unknown names get conservative ones and a warning."""
-    name = model.lower()
+    """The capabilities of ``model``; unknown ids get conservative ones (``known=False``)."""
+    family = model_family(model)
     for pattern, caps in _TABLE:
-        if re.match(pattern, name):
+        if re.fullmatch(pattern, family):
             return caps
-    warnings.warn(
-        f"dive does not know the Anthropic model {model!r}; using conservative capabilities "
-        "(budgeted thinking allowed, no effort setting, sampling parameters passed through)",
-        UserWarning,
-        stacklevel=3,
-    )
     return _UNKNOWN

@@ -5,7 +5,9 @@ Streams by default (non-streaming on request); counts tokens (``count_tokens``, 
 ``RetryPolicy`` retries inside the retry window only — ``message_start`` and ``ping`` are held
 back until the first content event, so a retried attempt never duplicates output. Vendor
 exceptions become ``ProviderError`` subclasses. First-party, Vertex and Bedrock async clients
-are accepted.
+are accepted. A request refused with one of the two known 400s for a model that no longer takes
+budgeted thinking or ``temperature`` is resent once with the fallback, which the model object
+then keeps (``_fallback``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from dive.llm import (
 )
 from dive.providers._calls import generate_with_retry, stream_with_retry
 from dive.providers._retry import RetryPolicy
+from dive.providers.anthropic._capabilities import capabilities_for
 from dive.providers.anthropic._errors import translate
+from dive.providers.anthropic._fallback import learn
 from dive.providers.anthropic._request import WarnOnce, build_request, check_settings
 from dive.providers.anthropic._response import map_response, to_dict
 from dive.providers.anthropic._stream import StreamMapper
@@ -88,6 +92,7 @@ class AnthropicModel:
         self._streaming = streaming
         self.pricing = pricing
         self._warn = WarnOnce()  # settings warnings: once per model, not per request
+        self._caps = capabilities_for(model)  # corrected by the API's known 400s (_fallback)
 
     @property
     def name(self) -> str:
@@ -110,9 +115,29 @@ class AnthropicModel:
         return event
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
-        return sdk_kwargs(build_request(request, self._model, self._label, warn=self._warn))
+        body = build_request(request, self._model, self._label, warn=self._warn, caps=self._caps)
+        return sdk_kwargs(body)
+
+    def _learned(self, error: BaseException) -> bool:
+        """Whether ``error`` is a known 400 whose fallback this model now uses (resend once)."""
+        caps = learn(self._caps, error)
+        if caps is not None:
+            self._caps = caps
+        return caps is not None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        delivered = False
+        try:
+            async for event in self._stream(request):
+                delivered = True
+                yield event
+        except ProviderError as exc:
+            if delivered or not self._learned(exc):
+                raise
+            async for event in self._stream(request):
+                yield event
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request)
         client = self._client
         label = self._label
@@ -149,6 +174,14 @@ class AnthropicModel:
         return _user_error(exc) or translate(exc, self._label)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        try:
+            return await self._generate(request)
+        except ProviderError as exc:
+            if not self._learned(exc):
+                raise
+            return await self._generate(request)
+
+    async def _generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._kwargs(request)
 
         async def create() -> Any:
@@ -183,7 +216,7 @@ class AnthropicModel:
                 f"{type(self._client).__name__} has no count_tokens; count tokens with a "
                 "first-party anthropic.AsyncAnthropic client instead"
             )
-        body = build_request(request, self._model, self._label, warn=self._warn)
+        body = build_request(request, self._model, self._label, warn=self._warn, caps=self._caps)
         kwargs = {k: v for k, v in body.items() if k in _COUNT_PARAMS}
 
         async def count() -> Any:

@@ -13,8 +13,10 @@ carry such blocks (a blank-line text after adaptive thinking, ``" "`` around a p
 A message left with no content is dropped whole; neighbours of one role then travel as one
 message, which the API accepts (it merges consecutive same-role messages itself).
 
-Setting warnings (a sampling parameter dropped, a budget mapped to adaptive thinking) go to
-``warn``; ``AnthropicModel`` passes a :class:`WarnOnce`, so each is logged once per model.
+Setting warnings (a sampling parameter dropped, a budget mapped to adaptive thinking, an effort
+clamped or dropped, an unknown model) go to ``warn`` with the shared texts of
+``dive.providers``; ``AnthropicModel`` passes a ``WarnOnce``, so each is logged once per
+model, or once per ``settings_warnings()`` block (the executor opens one per execute).
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ from dive.messages import (
 )
 from dive.messages.codec import to_jsonable
 from dive.providers._history import sendable
+from dive.providers._warnings import (
+    EFFORT_DROPPED,
+    TEMPERATURE_DROPPED,
+    THINKING_ADAPTIVE,
+    effort_clamped,
+    unknown_model,
+)
+from dive.providers._warnings import WarnOnce as SharedWarnOnce
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
 
@@ -63,16 +73,11 @@ def _log_warning(message: str) -> None:
     log.warning("%s", message)
 
 
-class WarnOnce:
-    """Logs each distinct warning once (one per model instance)."""
+class WarnOnce(SharedWarnOnce):
+    """Logs each distinct warning once (per model instance, or per ``settings_warnings``)."""
 
     def __init__(self) -> None:
-        self._seen: set[str] = set()
-
-    def __call__(self, message: str) -> None:
-        if message not in self._seen:
-            self._seen.add(message)
-            _log_warning(message)
+        super().__init__(log)
 
 
 def _cc(cc: CacheControl | None) -> Json | None:
@@ -296,9 +301,11 @@ def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int, warn: Warn)
         mode = "enabled"
     if mode is None or mode == "disabled" or not caps.thinking:
         return None
+    display = s.thinking_display
     if mode == "enabled" and caps.adaptive_only:
-        warn(f"{caps.family} accepts only adaptive thinking; mapping the budget to adaptive")
+        warn(THINKING_ADAPTIVE)
         mode = "adaptive"
+        display = display or "summarized"  # a budget asked to see the thinking
     out: Json = {"type": mode}
     if mode == "enabled":
         budget = s.reasoning_budget or max(1024, min(max_tokens // 2, 16000))
@@ -307,8 +314,8 @@ def _thinking(s: ModelSettings, caps: Capabilities, max_tokens: int, warn: Warn)
                 f"reasoning_budget ({budget}) must be smaller than max_tokens ({max_tokens})"
             )
         out["budget_tokens"] = max(budget, 1024)
-    if s.thinking_display:
-        out["display"] = s.thinking_display
+    if display:
+        out["display"] = display
     return out
 
 
@@ -317,7 +324,7 @@ def _sampling(
 ) -> None:
     if s.temperature is not None:
         if not caps.temperature:
-            warn(f"temperature is not accepted by {caps.family} models; dropped")
+            warn(TEMPERATURE_DROPPED)
         elif thinking and s.temperature != 1:
             warn("temperature must be 1 with thinking; dropped")
         else:
@@ -336,12 +343,14 @@ def _effort(s: ModelSettings, caps: Capabilities, warn: Warn) -> str | None:
     if effort is None:
         return None
     if not caps.effort:
-        warn(f"reasoning_effort is not supported by {caps.family} models; dropped")
+        warn(EFFORT_DROPPED)
         return None
     if effort == "minimal":
         effort = "low"
     if effort not in caps.efforts:
-        effort = caps.efforts[-1]
+        to = caps.clamp.get(effort, caps.efforts[-1])
+        warn(effort_clamped(effort, to))
+        effort = to
     return effort
 
 
@@ -358,7 +367,12 @@ def check_settings(s: ModelSettings) -> None:
 
 
 def build_request(
-    request: ModelRequest, model: str, label: str = "anthropic", *, warn: Warn | None = None
+    request: ModelRequest,
+    model: str,
+    label: str = "anthropic",
+    *,
+    warn: Warn | None = None,
+    caps: Capabilities | None = None,
 ) -> Json:
     """The Messages API body for ``request`` (``client.messages.create`` without ``stream``).
 
@@ -369,6 +383,8 @@ def build_request(
             server tools, unknown blocks) are not sent.
         warn: receives each warning about a dropped or adjusted setting (default: logged to
             ``dive.providers.anthropic`` every time).
+        caps: the model's capabilities, when known better than the table's (what the API
+            answered for this model); default ``capabilities_for(model)``.
 
     Raises:
         UnsupportedSettingError: a combination the API refuses (thinking with a forced tool
@@ -376,7 +392,9 @@ def build_request(
     """
     warn = warn or _log_warning
     s = request.settings
-    caps = capabilities_for(model)
+    caps = caps or capabilities_for(model)
+    if not caps.known:
+        warn(unknown_model(model))
     check_settings(s)
     max_tokens = s.max_tokens or caps.default_max_tokens
     messages, extra_system = _messages(request.messages, label)
@@ -390,7 +408,8 @@ def build_request(
         _log_warning("the last tool-use turn does not start with thinking; thinking omitted")
         thinking = None
     if s.caching is not False:
-        place_markers(tools, system, messages, ttl=s.cache_ttl or "5m")
+        first = bool(s.cache_first_user_block)
+        place_markers(tools, system, messages, ttl=s.cache_ttl or "5m", first_block=first)
     if system:
         kwargs["system"] = system
     if tools:
