@@ -136,43 +136,58 @@ async def _request(w: Worker, inp: ModelInput) -> ModelRequest:
     return replace(rest, messages=(*history, *stored, *rest.messages))
 
 
-def _text_sender(inp: ModelInput) -> Callable[[StreamEvent], Any] | None:
-    if not inp.live_text:
-        return None
-    info = activity.info()
-    handle = activity.client().get_workflow_handle(info.workflow_id or "")
-    step, attempt = inp.ref.step, info.attempt
-    pending: list[str] = []
-    sending: list[asyncio.Task[None]] = []
+class _TextSender:
+    """Sends a model call's text deltas to its workflow, a few milliseconds' worth a signal."""
 
-    async def flush() -> None:
-        await asyncio.sleep(0.05)  # one signal for the deltas of the next few milliseconds
-        text = "".join(pending)
-        pending.clear()
-        sending.clear()
-        with contextlib.suppress(Exception):  # best effort: the record is the store's
-            await handle.signal("dive.text", TextChunk(step=step, attempt=attempt, text=text))
+    def __init__(self, inp: ModelInput) -> None:
+        info = activity.info()
+        self._handle = activity.client().get_workflow_handle(info.workflow_id or "")
+        self._step, self._attempt = inp.ref.step, info.attempt
+        self._pending: list[str] = []
+        self._task: asyncio.Task[None] | None = None
 
-    async def deliver(event: StreamEvent) -> None:
+    async def deliver(self, event: StreamEvent) -> None:
         delta = getattr(event, "delta", None)
         text = getattr(delta, "text", None)
         if isinstance(text, str) and text:
-            pending.append(text)
-            if not sending:
-                sending.append(asyncio.ensure_future(flush()))
+            self._pending.append(text)
+            if self._task is None:
+                self._task = asyncio.ensure_future(self._flush(0.05))
 
-    return deliver
+    async def _flush(self, wait: float) -> None:
+        await asyncio.sleep(wait)  # gather the deltas of the next few milliseconds
+        text = "".join(self._pending)
+        self._pending.clear()
+        self._task = None
+        if text:
+            chunk = TextChunk(step=self._step, attempt=self._attempt, text=text)
+            with contextlib.suppress(Exception):  # best effort: the record is the store's
+                await self._handle.signal("dive.text", chunk)
+
+    async def close(self) -> None:
+        """Send what is left before the activity returns (the workflow may end right after)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._flush(0)
 
 
 async def model_step(w: Worker, inp: ModelInput) -> ModelOutput:
     """One model call (or token count) of the turn; failures as data."""
     request = await _request(w, inp)
     call = ModelCall(ref=_step_ref(inp.ref), model=w.agent.model, request=request)
+    sender = _TextSender(inp) if inp.live_text else None
     try:
         if inp.count_only:
             return ModelOutput(tokens=await _IN_PROCESS.count_tokens(call))
         acc = ResponseAccumulator(w.agent.model.name)
-        response = await _IN_PROCESS.call_model(call, acc, _text_sender(inp))
+        deliver = sender.deliver if sender is not None else None
+        try:
+            response = await _IN_PROCESS.call_model(call, acc, deliver)
+        finally:
+            if sender is not None:
+                await sender.close()
     except DiveError as exc:
         return ModelOutput(error_type=type(exc).__name__, error_message=str(exc))
     except Exception as exc:  # an SDK error a provider did not translate, a model's bug
