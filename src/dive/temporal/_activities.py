@@ -158,18 +158,17 @@ class _TextSender:
         await asyncio.sleep(wait)  # gather the deltas of the next few milliseconds
         text = "".join(self._pending)
         self._pending.clear()
-        self._task = None
         if text:
             chunk = TextChunk(step=self._step, attempt=self._attempt, text=text)
             with contextlib.suppress(Exception):  # best effort: the record is the store's
                 await self._handle.signal("dive.text", chunk)
+        if wait:
+            self._task = None
 
     async def close(self) -> None:
         """Send what is left before the activity returns (the workflow may end right after)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        while self._task is not None:  # a batch on its way: let it arrive, in order
+            await self._task
         await self._flush(0)
 
 

@@ -153,13 +153,15 @@ class TemporalTurnHandle(Generic[OutputT]):
         Needs ``start(..., live_text=True)``.
         """
         offset = 0
+        settled = False
         while True:
             chunks = await self._workflow.query("dive.text", offset, result_type=list[TextChunk])
             for chunk in chunks:
                 yield chunk
             offset += len(chunks)
+            if settled:
+                return  # the text read after the turn settled is the last of it
             if not chunks:
-                live = await self.live()
-                if live.status != "running":
-                    return
-                await asyncio.sleep(poll_interval)
+                settled = (await self.live()).status != "running"
+                if not settled:
+                    await asyncio.sleep(poll_interval)
