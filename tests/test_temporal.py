@@ -282,3 +282,23 @@ async def test_a_tool_result_over_the_payload_limit_is_an_error_the_model_sees(
     assert result.status == "completed"
     assert "returned" in result.output
     assert "over the 8,192-byte Temporal payload limit" in result.output
+
+
+async def test_a_waiting_turn_continues_as_new_and_resumes(tmp_path: Path) -> None:
+    async with environment(tmp_path, in_process_worker=False) as env:
+        short = TemporalAgent(
+            build_agent(), name="tester-short", store=env.store, max_history_events=10
+        )
+        async with short.worker(env.client, task_queue=env.queue):
+            handle = await short.start(
+                "plan: ask:a; ask:b", client=env.client, task_queue=env.queue
+            )
+            first = await handle.result()
+            await handle.resume(tool_results={"c0_0": "one"})
+            second = await handle.result()
+            await handle.resume(tool_results={"c1_0": "two"})
+            done = await handle.result()
+    assert (first.status, second.status, done.status) == ("suspended", "suspended", "completed")
+    assert done.output == "done: one, two"
+    runs = [w async for w in env.client.list_workflows(f'WorkflowId = "{handle.workflow_id}"')]
+    assert len(runs) >= 2  # it continued as new while it waited

@@ -101,6 +101,7 @@ class DiveTurnWorkflow:
         self._resume_done: dict[int, BaseException | None] = {}
         self._accepted: list[str] = []
         self._text: list[TextChunk] = []
+        self._ready = False
 
     # --- handlers -----------------------------------------------------------------------------
 
@@ -144,6 +145,7 @@ class DiveTurnWorkflow:
     @workflow.update(name="dive.resume")
     async def resume(self, tool_results_json: str) -> None:
         """Resume the suspended turn with ``tool_results`` (returns once they are taken)."""
+        await workflow.wait_condition(lambda: self._ready)  # a handler may run before ``run``
         if self._status != "suspended" or self._resume is not None:
             if tool_results_json in self._accepted:
                 return None  # the same results again: already taken
@@ -182,8 +184,11 @@ class DiveTurnWorkflow:
         deps = owner.decode_deps(inp.deps_json)
         try:
             if self._settled and self._settled[-1].status == "suspended":
-                settled = self._settled[-1]
+                settled = self._settled[-1]  # carried over by continue-as-new: wait again
+                self._status = "suspended"
+                self._ready = True
             else:
+                self._ready = True
                 new = messages_from_json(inp.input_json) if inp.input_json else None
                 result = await agent.run(
                     list(new) if new else None,
