@@ -10,7 +10,8 @@ resumes a suspended turn with a plain ``agent.run(tool_results=...)`` (no Tempor
 The model is a stateless brain (its answer is a function of the request), so any worker
 process answers a turn the same way: the prompt ``plan: a:x, b:y; c:z`` asks for the calls
 ``a(x)`` and ``b(y)`` in one response, then ``c(z)``, then the final text ``done: <results>``;
-``loop: <tool> <n>`` asks for ``n`` responses of one call each. Every tool appends a line
+``loop: <tool> <n>`` asks for ``n`` responses of one call each; ``a:key=value`` calls ``a``
+with the argument ``key``. Every tool appends a line
 ``<tool> <arg> <pid>`` to the file named by ``DIVE_TEST_EFFECTS`` when it starts; with
 ``DIVE_TEST_BLOCK`` set to a tool's name, that tool blocks after announcing itself (so the
 test can SIGKILL the worker mid-call).
@@ -53,6 +54,12 @@ def _plan(prompt: str) -> list[list[tuple[str, str]]]:
     return steps
 
 
+def _arguments(spec: str) -> dict[str, str]:
+    """``key=value`` names its argument; anything else is the argument ``arg``."""
+    key, eq, value = spec.partition("=")
+    return {key: value} if eq else {"arg": spec}
+
+
 class Brain:
     """A stateless model: the next response follows from the prompt and the turn so far."""
 
@@ -67,7 +74,7 @@ class Brain:
         usage = Usage(input_tokens=10, output_tokens=5)
         if done < len(steps):
             calls = tuple(
-                ToolCall(id=f"c{done}_{i}", name=n, arguments={"arg": a})
+                ToolCall(id=f"c{done}_{i}", name=n, arguments=_arguments(a))
                 for i, (n, a) in enumerate(steps[done])
             )
             return ModelResponse(content=calls, stop_reason="tool_use", usage=usage)

@@ -16,13 +16,15 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
+from dive.agent import Agent
 from dive.errors import ConflictingToolResultError, DiveError, UserError
 from dive.messages import Message
 from dive.sessions import MemorySessionStore
 from dive.temporal import TemporalAgent, TextChunk
 from dive.temporal._names import names_for
+from tests._mcp import stdio_server
 from tests._temporal import ROOT, environment, temporal_address
-from tests.temporal_app import build_agent
+from tests.temporal_app import Brain, build_agent
 
 
 def _sid(name: str) -> str:
@@ -302,3 +304,22 @@ async def test_a_waiting_turn_continues_as_new_and_resumes(tmp_path: Path) -> No
     assert done.output == "done: one, two"
     runs = [w async for w in env.client.list_workflows(f'WorkflowId = "{handle.workflow_id}"')]
     assert len(runs) >= 2  # it continued as new while it waited
+
+
+async def test_an_mcp_server_lists_and_calls_on_the_worker(tmp_path: Path) -> None:
+    server = stdio_server()
+    agent = Agent(model=Brain(), toolsets=[server], name="mcp-tester")
+    async with environment(tmp_path, in_process_worker=False) as env:
+        remote = TemporalAgent(agent, name="tester-mcp", store=env.store)
+        try:
+            async with remote.worker(env.client, task_queue=env.queue):
+                result = await remote.run(
+                    "plan: mcp__fx__echo:text=over MCP", client=env.client, task_queue=env.queue
+                )
+        finally:
+            await server.aclose()
+    assert result.status == "completed"
+    assert result.output == "done: over MCP"
+    assert [(r.name, r.state, r.origin) for r in result.turn.tool_calls] == [
+        ("mcp__fx__echo", "completed", "mcp:fx")
+    ]
