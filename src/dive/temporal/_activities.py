@@ -133,7 +133,10 @@ async def _request(w: Worker, inp: ModelInput) -> ModelRequest:
     history = snap.history
     if turn is not None and turn.status == "incomplete":
         history = (*history, *turn.messages)  # the loop saw it as history too
-    return replace(rest, messages=(*history, *stored, *rest.messages))
+    own = {d.name: d for d in w.agent.tool_definitions}
+    tools = (*(own[n] for n in inp.static_tools), *rest.tools)
+    system = w.agent.system_prompt() if inp.static_system else rest.system
+    return replace(rest, messages=(*history, *stored, *rest.messages), tools=tools, system=system)
 
 
 class _TextSender:

@@ -4,9 +4,10 @@ The loop runs unchanged in the workflow (its decisions replay deterministically)
 it has goes through this runner. What an activity is sent is a reference and what is new:
 
 - a model call sends the request *without* the messages the store already holds (the
-  history before the turn, and the stored turn's messages at the revision named): the
-  activity reads those back. The loop here never holds the session's history at all — a
-  ``load`` hands it an empty one (an incomplete last turn counts as history) — so a
+  history before the turn, and the stored turn's messages at the revision named) and
+  without what the worker's agent has (its static tool definitions and system prompt, named
+  instead): the activity reads those back. The loop here never holds the session's history
+  at all — a ``load`` hands it an empty one (an incomplete last turn counts as history) — so a
   workflow's history grows with the turn's steps, never with the conversation;
 - a write sends the turn record as a patch of the stored one (the messages after the
   common prefix, the call records that changed); store operations are local activities
@@ -32,7 +33,7 @@ from temporalio.workflow import ActivityCancellationType
 
 from dive.agent import ModelCall, ToolOutcome, ToolTask
 from dive.errors import DiveError
-from dive.llm import ModelResponse, ResponseAccumulator
+from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator
 from dive.messages import Message, ToolDefinition, ToolResult, dumps, to_jsonable
 from dive.messages.codec import decode
 from dive.sessions import Session, SessionSnapshot
@@ -134,8 +135,12 @@ class TemporalRunner:
         heartbeat: timedelta,
         deps_json: str | None,
         live_text: bool,
+        static_tools: Sequence[ToolDefinition] = (),
+        static_system: str | None = None,
     ) -> None:
         self._names = names
+        self._static_tools = {d.name: d for d in static_tools}
+        self._static_system = static_system
         self._heartbeat = heartbeat
         self._deps_json = deps_json
         self._live_text = live_text
@@ -157,11 +162,31 @@ class TemporalRunner:
             step=ref.step,
         )
 
+    def _by_reference(self, request: ModelRequest) -> tuple[ModelRequest, tuple[str, ...], bool]:
+        """The request without what the worker's agent has: static tools and system prompt."""
+        static = self._static_tools
+        lead = 0
+        for d in request.tools:
+            if static.get(d.name) != d:
+                break
+            lead += 1
+        names = tuple(d.name for d in request.tools[:lead])
+        same_system = request.system == self._static_system
+        return (
+            replace(
+                request, tools=request.tools[lead:], system="" if same_system else request.system
+            ),
+            names,
+            same_system,
+        )
+
     async def _model(self, call: ModelCall, *, count_only: bool) -> ModelOutput:
         request = call.request
         stored = self.stored.messages if self.stored is not None else ()
         prefix = _common_prefix(request.messages, stored)
-        rest = replace(request, messages=request.messages[prefix:])
+        rest, static_tools, static_system = self._by_reference(
+            replace(request, messages=request.messages[prefix:])
+        )
         self.model_calls += 0 if count_only else 1
         try:
             return await workflow.execute_activity(
@@ -170,6 +195,8 @@ class TemporalRunner:
                     ref=self._ref(call.ref),
                     prefix=prefix,
                     request_json=dumps(rest),
+                    static_tools=static_tools,
+                    static_system=static_system,
                     count_only=count_only,
                     live_text=self._live_text and not count_only,
                 ),

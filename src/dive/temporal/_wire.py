@@ -43,12 +43,16 @@ class ModelInput:
 
     The request's first ``prefix`` messages are the stored history and the stored turn's
     messages at ``ref.revision``; ``request_json`` holds the rest of the request (system
-    prompt, tools, settings, the messages after that prefix).
+    prompt, tools, settings, the messages after that prefix). Tools named in
+    ``static_tools`` are the agent's own definitions (the worker has them) and lead the
+    request's tools; ``static_system`` means the system prompt is the agent's static one.
     """
 
     ref: Ref
     prefix: int
     request_json: str
+    static_tools: tuple[str, ...] = ()
+    static_system: bool = False
     count_only: bool = False
     live_text: bool = False
 

@@ -179,6 +179,8 @@ class DiveTurnWorkflow:
             heartbeat=timedelta(seconds=inp.heartbeat_timeout),
             deps_json=inp.deps_json,
             live_text=inp.live_text,
+            static_tools=agent.tool_definitions,
+            static_system=agent.system_prompt(),
         )
         session = Session(cast(SessionStore, _NoStore()), inp.session_id)
         deps = owner.decode_deps(inp.deps_json)
