@@ -5,7 +5,8 @@ model in the README ("When one machine is not enough").
 
 Needs DIVE_TEST_TEMPORAL_ADDRESS (``make bench`` starts the dev server). Workers run the test
 agent (``tests/temporal_app.py``: a stateless model, instant tools) in child processes, on a
-SQLite store; a turn is three model calls and two tool calls.
+SQLite store, without toolsets (a toolset adds one listing activity per model call); a turn
+is three model calls and two tool calls.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _spawn(address: str, queue: str, db: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.temporal_app", "worker", address, queue, str(db), "5"],
         cwd=ROOT,
+        env={**os.environ, "DIVE_TEST_NO_TOOLSETS": "1"},
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -51,7 +53,7 @@ async def _turns_per_second(address: str, workers: int, turns: int) -> float:
         store = SQLiteSessionStore(db)
         try:
             client = await connect(address)
-            agent = temporal_agent(store)
+            agent = temporal_agent(store, toolsets=False)
             kw = {"client": client, "task_queue": queue}
             await agent.run(TURN.format(k="warm"), **kw)  # type: ignore[arg-type]
             started = time.perf_counter()
@@ -77,10 +79,10 @@ async def _steps(address: str, steps: int) -> tuple[float, float, dict[str, floa
         try:
             prompt = f"loop: lookup {steps}"
             started = time.perf_counter()
-            await build_agent().run(prompt, session=store.session("local"))
+            await build_agent(toolsets=False).run(prompt, session=store.session("local"))
             local = (time.perf_counter() - started) / steps
             client = await connect(address)
-            agent = temporal_agent(store)
+            agent = temporal_agent(store, toolsets=False)
             queue = f"bench-{uuid.uuid4().hex}"
             async with agent.worker(client, task_queue=queue):
                 handle = await agent.start(prompt, client=client, task_queue=queue)

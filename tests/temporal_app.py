@@ -177,26 +177,32 @@ class Catalog:
         return [price]
 
 
-def build_agent() -> Agent:
+def build_agent(*, toolsets: bool = True) -> Agent:
     return Agent(
         model=Brain(),
         tools=[charge, fetch, lookup, ask, slow, stall, big],
-        toolsets=[Catalog()],
+        toolsets=[Catalog()] if toolsets else [],
         name="tester",
         limits=Limits(max_model_calls_per_turn=1000),
     )
 
 
-def temporal_agent(store: SessionStore, heartbeat: float = 2.0) -> TemporalAgent[str, None]:
+def temporal_agent(
+    store: SessionStore, heartbeat: float = 2.0, *, toolsets: bool = True
+) -> TemporalAgent[str, None]:
     return TemporalAgent(
-        build_agent(), name="tester", store=store, heartbeat_timeout=timedelta(seconds=heartbeat)
+        build_agent(toolsets=toolsets),
+        name="tester",
+        store=store,
+        heartbeat_timeout=timedelta(seconds=heartbeat),
     )
 
 
 async def _serve(address: str, queue: str, db: Path, heartbeat: float) -> None:
     store = SQLiteSessionStore(db)
     client = await connect(address)
-    worker = temporal_agent(store, heartbeat).worker(
+    toolsets = os.environ.get("DIVE_TEST_NO_TOOLSETS") is None
+    worker = temporal_agent(store, heartbeat, toolsets=toolsets).worker(
         client,
         task_queue=queue,
         max_concurrent_activities=50,
