@@ -211,6 +211,9 @@ class TemporalAgent(Generic[OutputT, DepsT]):
                 task_queue=task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                # a worker lost during a workflow task (or a store write in it) is noticed as
+                # soon as one lost during an activity
+                task_timeout=min(self.heartbeat_timeout, timedelta(seconds=10)),
             )
         except WorkflowAlreadyStartedError:
             raise UserError(
