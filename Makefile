@@ -5,7 +5,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install lint typecheck test bench demo services-up services-down clean
+.PHONY: install lint typecheck test package bench bench-compare demo services-up services-down clean
 
 .venv/.installed: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -31,6 +31,13 @@ test: install
 	export $$env_lines; \
 	$(RUN) pytest $(PYTEST_ARGS)
 
+# The wheel and the sdist in dist/, checked as PyPI would render them. The clean-install test
+# (tests/test_clean_install.py, part of `make test`) installs a fresh build into new venvs.
+package: install
+	rm -rf dist
+	$(UV) build --offline --quiet
+	$(RUN) twine check --strict dist/*
+
 services-up:
 	scripts/services.sh up
 
@@ -41,7 +48,12 @@ bench: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \
 	export $$env_lines; \
-	$(RUN) python -m benchmarks
+	$(RUN) python -m benchmarks $(BENCH_ARGS)
+
+# Two runs side by side: make bench-compare A=.bench/old.json B=.bench/new.json
+bench-compare: install
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=old.json B=new.json"; exit 2; }
+	$(RUN) python -m benchmarks.compare $(A) $(B)
 
 demo: install
 	$(RUN) python examples/quickstart.py

@@ -24,10 +24,10 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from tests.temporal_app import build_agent, temporal_agent
 
+from benchmarks._report import Row
 from dive.sessions import SQLiteSessionStore
 from dive.temporal import connect
 
-Row = tuple[str, str, str, bool]
 ROOT = Path(__file__).resolve().parent.parent
 TURN = "plan: lookup:{k}a; lookup:{k}b"
 
@@ -107,27 +107,38 @@ async def _steps(address: str, steps: int) -> tuple[float, float, dict[str, floa
 def run_all(*, quick: bool = False) -> list[Row]:
     address = os.environ.get("DIVE_TEST_TEMPORAL_ADDRESS")
     if not address:
-        return [("T Temporal", "no dev server", "-", True)]
+        return [Row("T Temporal", "no dev server", "-", True)]
     turns = 30 if quick else 100
     rows: list[Row] = []
     for workers in (1, 2):
         rate = asyncio.run(_turns_per_second(address, workers, turns))
-        rows.append(
-            (f"T {turns} concurrent turns, {workers} worker(s)", f"{rate:.1f} turns/s", "-", True)
-        )
+        name = f"T {turns} concurrent turns, {workers} worker(s)"
+        rows.append(Row(name, f"{rate:.1f} turns/s", "-", True, rate, "turns/s", "higher"))
     steps = 20 if quick else 50
     remote, local, costs = asyncio.run(_steps(address, steps))
     overhead = (remote - local) * 1000
-    rows.append((f"T overhead per step ({steps}-step turn)", f"{overhead:.1f} ms", "-", True))
     rows.append(
-        ("T worker CPU per step (with its client)", f"{costs['cpu'] * 1000:.1f} ms", "-", True)
+        Row(
+            f"T overhead per step ({steps}-step turn)",
+            f"{overhead:.1f} ms",
+            "-",
+            True,
+            overhead,
+            "ms",
+        )
     )
-    rows.append(("T history bytes per step", f"{costs['bytes']:,.0f} B", "flat", True))
+    cpu = costs["cpu"] * 1000
+    rows.append(
+        Row("T worker CPU per step (with its client)", f"{cpu:.1f} ms", "-", True, cpu, "ms")
+    )
+    size = costs["bytes"]
+    rows.append(Row("T history bytes per step", f"{size:,.0f} B", "flat", True, size, "B"))
     per_step = (
         f"{costs['activities']:.1f} act, {costs['workflow tasks']:.1f} wft, "
         f"{costs['store ops']:.1f} store"
     )
-    rows.append(("T server work per step", per_step, "-", True))
+    tasks = costs["activities"] + costs["workflow tasks"]
+    rows.append(Row("T server work per step", per_step, "-", True, tasks, "tasks"))
     return rows
 
 

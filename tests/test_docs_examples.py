@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ("compaction.md", "subagents.md", "skills.md")
+PAGES = ("compaction.md", "subagents.md", "skills.md", "hooks.md")
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 

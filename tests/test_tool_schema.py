@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import socket
+import subprocess
+import sys
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
@@ -206,6 +208,56 @@ def test_docstring_params_not_in_signature_are_ignored() -> None:
         return ""
 
     assert schema(f)["properties"] == {"a": {"description": "The a.", "type": "integer"}}
+
+
+def test_docstring_summary_keeps_lines_that_start_with_a_role() -> None:
+    @tool
+    def f(a: int) -> str:
+        """Look a value up in the
+        :class:`Index` of the workspace.
+
+        Args:
+            a: The a.
+        """
+        return ""
+
+    assert f.definition.description == "Look a value up in the\n:class:`Index` of the workspace."
+
+
+def test_google_docstring_may_describe_several_params_at_once() -> None:
+    @tool
+    def f(x: int, y: int, z: int = 0) -> str:
+        """Summary.
+
+        Args:
+            x, y: A coordinate.
+            z: The height.
+        """
+        return ""
+
+    assert schema(f)["properties"] == {
+        "x": {"description": "A coordinate.", "type": "integer"},
+        "y": {"description": "A coordinate.", "type": "integer"},
+        "z": {"default": 0, "description": "The height.", "type": "integer"},
+    }
+
+
+def test_plain_docstrings_need_no_parser() -> None:
+    """A docstring without sections is the description as it is; griffe is not imported."""
+    code = (
+        "import sys\n"
+        "from dive.tools import tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        '    """Add two integers.\n\n    Both may be negative."""\n'
+        "    return a + b\n"
+        "print(repr(add.definition.description), 'griffe' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == r"'Add two integers.\n\nBoth may be negative.' False"
 
 
 # --- annotated constraints -----------------------------------------------------------------

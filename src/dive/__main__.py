@@ -7,12 +7,12 @@ import sys
 
 def main() -> None:
     """Run the command line, or say in one line which extra to install."""
+    from dive.errors import MissingExtraError
+
     try:
         from dive.cli import main as cli_main
-    except ImportError as exc:
-        sys.stderr.write(
-            f"dive: the command line needs the cli extra ({exc}): pip install 'dive-agents[cli]'\n"
-        )
+    except MissingExtraError as exc:  # says which extra to install
+        sys.stderr.write(f"dive: {exc}\n")
         sys.exit(2)
     cli_main()
 

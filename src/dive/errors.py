@@ -223,7 +223,12 @@ class PromptError(UserError):
 
 
 class MessageValidationError(DiveError, ValueError):
-    """A message, content block or history is malformed. The message names the field path."""
+    """A message, content block or history is malformed. The message names the field path.
+
+    Args:
+        message: what is wrong.
+        path: the field path, e.g. ``messages[3].content[0].tool_call_id`` (prefixes the message).
+    """
 
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(f"{path}: {message}" if path else message)
@@ -231,7 +236,12 @@ class MessageValidationError(DiveError, ValueError):
 
 
 class IncompleteToolTurnError(MessageValidationError):
-    """A history contains a malformed or incomplete assistant tool-call exchange."""
+    """A history contains a malformed or incomplete assistant tool-call exchange.
+
+    Args:
+        index: the position of the offending message in the history.
+        reason: what is wrong with its tool exchange.
+    """
 
     def __init__(self, index: int, reason: str) -> None:
         super().__init__(f"message: incomplete tool turn: message {index}: {reason}")
@@ -247,7 +257,17 @@ class ProviderStateError(MessageValidationError):
 
 
 class ProviderError(DiveError):
-    """A model call failed. Carries what the provider said, when it said anything."""
+    """A model call failed. Carries what the provider said, when it said anything.
+
+    Args:
+        message: what happened and what to do (secrets redacted).
+        provider: the provider label (``anthropic``, ``openai``, ...).
+        status: the HTTP status, if there was a response.
+        request_id: the provider's request id, for its support.
+        retry_after: seconds the provider asked to wait before retrying, if it said.
+        error_type: the provider's error type (``overloaded_error``, ``rate_limit_exceeded``, ...).
+        body: the error body the provider sent, JSON (redacted).
+    """
 
     retryable: bool = False
 
@@ -386,7 +406,12 @@ class ToolError(DiveError):
 
 
 class UnknownToolError(ToolError):
-    """The model called a tool that does not exist."""
+    """The model called a tool that does not exist.
+
+    Args:
+        name: the name the model used.
+        suggestions: close names of tools that exist.
+    """
 
     def __init__(self, name: str, suggestions: tuple[str, ...] = ()) -> None:
         hint = f" Did you mean: {', '.join(suggestions)}." if suggestions else ""
@@ -415,7 +440,12 @@ class OutputUnavailableError(UserError):
 
 
 class OutputValidationError(DiveError):
-    """Structured output did not validate within the allowed retries."""
+    """Structured output did not validate within the allowed retries.
+
+    Args:
+        message: what went wrong.
+        errors: the validation errors of the last attempt.
+    """
 
     def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -423,7 +453,12 @@ class OutputValidationError(DiveError):
 
 
 class TurnError(DiveError):
-    """Raised by ``RunResult.raise_for_status()`` for an incomplete turn or a failed save."""
+    """Raised by ``RunResult.raise_for_status()`` for an incomplete turn or a failed save.
+
+    Args:
+        message: what went wrong.
+        result: the ``RunResult`` of the turn.
+    """
 
     def __init__(self, message: str, result: Any = None) -> None:
         super().__init__(message)
@@ -454,7 +489,11 @@ class EventHandlerError(DiveError):
 
 
 class HookAbort(Exception):
-    """Raised by a hook to end the turn incomplete with reason ``hook_abort``."""
+    """Raised by a hook to end the turn incomplete with reason ``hook_abort``.
+
+    Args:
+        reason: why the hook ends the turn (the outcome's error).
+    """
 
     def __init__(self, reason: str = "") -> None:
         super().__init__(reason)

@@ -41,7 +41,11 @@ _registered: set[str] = set()
 
 
 def register_secret(value: str | None) -> None:
-    """Redact ``value`` from every error text from now on (ignored when shorter than 8)."""
+    """Redact ``value`` from every error text from now on (ignored when shorter than 8).
+
+    Args:
+        value: the secret (None and short values are ignored).
+    """
     if value and len(value) >= 8:
         _registered.add(value)
 
@@ -55,7 +59,11 @@ def _secrets() -> list[str]:
 
 
 def redact(text: str) -> str:
-    """``text`` with configured secrets and key-shaped tokens replaced by ``[redacted]``."""
+    """``text`` with configured secrets and key-shaped tokens replaced by ``[redacted]``.
+
+    Args:
+        text: any text that may hold a secret.
+    """
     if not text:
         return text
     for secret in _secrets():
@@ -78,6 +86,9 @@ def redact_exception(exc: BaseException) -> BaseException:
     """Redact ``exc``'s message arguments (and a provider error's ``body``) in place.
 
     Returns ``exc``; its chained causes are redacted too.
+
+    Args:
+        exc: the exception to redact.
     """
     seen: set[int] = set()
     current: BaseException | None = exc

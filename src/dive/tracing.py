@@ -42,7 +42,17 @@ log = logging.getLogger("dive.tracing")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentRunInfo:
-    """What a run span knows at its start."""
+    """What a run span knows at its start.
+
+    Attributes:
+        agent_name: the agent's name, if any.
+        agent_id: the agent's id, if any.
+        model: the model's name.
+        provider: the model's provider label.
+        turn_id: the turn the invocation runs.
+        session_id: the session, or None when stateless.
+        attributes: more span attributes (the agent's version and description, say).
+    """
 
     agent_name: str | None
     agent_id: str | None
@@ -55,7 +65,16 @@ class AgentRunInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatInfo:
-    """What a model-call span knows at its start."""
+    """What a model-call span knows at its start.
+
+    Attributes:
+        model: the model's name.
+        provider: the model's provider label.
+        streaming: the call streams.
+        settings: the call's merged settings.
+        messages: the messages sent (tracers that capture content read them).
+        iteration: the zero-based model call of the turn.
+    """
 
     model: str
     provider: str
@@ -67,7 +86,15 @@ class ChatInfo:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallInfo:
-    """What a tool-call span knows at its start."""
+    """What a tool-call span knows at its start.
+
+    Attributes:
+        call: the model's tool call.
+        origin: where the tool comes from (``local``, ``mcp:<server>``, ...).
+        tags: the tool's tags.
+        effect: the tool's effect type, if declared.
+        risk: the tool's risk level, if declared.
+    """
 
     call: ToolCall
     origin: str = "local"
@@ -80,15 +107,29 @@ class AgentRunSpan(Protocol):
     """A run span."""
 
     def set_response(self, status: str, reason: str | None, next_step: str | None) -> None:
-        """Record how the turn ended."""
+        """Record how the turn ended.
+
+        Args:
+            status: ``completed``, ``suspended`` or ``incomplete``.
+            reason: the incomplete reason, if any.
+            next_step: the advised next step of an incomplete turn, if any.
+        """
         ...
 
     def set_usage(self, usage: Usage) -> None:
-        """Record the invocation's usage (and cost)."""
+        """Record the invocation's usage (and cost).
+
+        Args:
+            usage: the invocation's usage.
+        """
         ...
 
     def end(self, error: BaseException | None = None) -> None:
-        """End the span exactly once."""
+        """End the span exactly once.
+
+        Args:
+            error: what ended the run, if it failed.
+        """
         ...
 
 
@@ -96,15 +137,27 @@ class ChatSpan(Protocol):
     """A model-call span."""
 
     def set_response(self, response: ModelResponse) -> None:
-        """Record the response."""
+        """Record the response.
+
+        Args:
+            response: the model's response.
+        """
         ...
 
     def set_time_to_first_chunk(self, seconds: float) -> None:
-        """Record the latency of the first stream event."""
+        """Record the latency of the first stream event.
+
+        Args:
+            seconds: from the request to its first stream event.
+        """
         ...
 
     def end(self, error: BaseException | None = None) -> None:
-        """End the span exactly once."""
+        """End the span exactly once.
+
+        Args:
+            error: what made the call fail, if it did.
+        """
         ...
 
 
@@ -112,11 +165,19 @@ class ToolSpan(Protocol):
     """A tool-call span."""
 
     def set_result(self, result: ToolResult) -> None:
-        """Record the result."""
+        """Record the result.
+
+        Args:
+            result: the call's result.
+        """
         ...
 
     def end(self, error: BaseException | None = None) -> None:
-        """End the span exactly once."""
+        """End the span exactly once.
+
+        Args:
+            error: what made the call fail, if it raised.
+        """
         ...
 
 
@@ -124,15 +185,27 @@ class Tracer(Protocol):
     """Observe runs, model calls and tool calls."""
 
     def start_agent_run(self, info: AgentRunInfo) -> AgentRunSpan:
-        """A span for one invocation."""
+        """A span for one invocation.
+
+        Args:
+            info: what is known at the start of the invocation.
+        """
         ...
 
     def start_chat(self, info: ChatInfo) -> ChatSpan:
-        """A span for one model call."""
+        """A span for one model call.
+
+        Args:
+            info: what is known at the start of the model call.
+        """
         ...
 
     def start_tool_call(self, info: ToolCallInfo) -> ToolSpan:
-        """A span for one tool call."""
+        """A span for one tool call.
+
+        Args:
+            info: what is known at the start of the tool call.
+        """
         ...
 
 
@@ -213,7 +286,11 @@ class _MultiSpan:
 
 
 class MultiTracer:
-    """Fan out to several tracers (None entries are dropped). Tracer errors are logged."""
+    """Fan out to several tracers (None entries are dropped). Tracer errors are logged.
+
+    Args:
+        tracers: the tracers to fan out to; None entries are dropped.
+    """
 
     def __init__(self, *tracers: Tracer | None) -> None:
         self.tracers: tuple[Tracer, ...] = tuple(t for t in tracers if t is not None)

@@ -100,7 +100,12 @@ def _names(turn: Turn, task_id: str) -> bool:
 
 
 class DiveRequestHandler(RequestHandler):
-    """Serves one ``Agent`` over A2A, its tasks kept as turns in ``store``."""
+    """Serves one ``Agent`` over A2A, its tasks kept as turns in ``store``.
+
+    Args:
+        agent: the agent that answers.
+        store: where each context's session (its tasks, as turns) is kept.
+    """
 
     def __init__(self, agent: Agent[Any, Any], store: SessionStore) -> None:
         self._agent = agent
@@ -110,6 +115,12 @@ class DiveRequestHandler(RequestHandler):
     # --- messages ------------------------------------------------------------------------
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        """Start (or answer) a task from a message; wait for it unless asked not to.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         live = await self._begin(params.message)
         if not params.configuration.return_immediately:
             await live.wait()
@@ -118,6 +129,12 @@ class DiveRequestHandler(RequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
+        """Start (or answer) a task from a message and stream its events.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         live = await self._begin(params.message)
         async for event in live.events():
             if isinstance(event, Task):
@@ -234,11 +251,23 @@ class DiveRequestHandler(RequestHandler):
         return task_of_turn(turn, task_id)
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
+        """The task as stored (its turn in the session).
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         return apply_history_length(await self._task(params.id), params)
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
+        """The tasks of a context (a session), or of recent sessions, newest first, paged.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         if params.context_id:
             contexts = [params.context_id]
         else:
@@ -275,6 +304,12 @@ class DiveRequestHandler(RequestHandler):
         return out
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        """Cancel a running task, or close a suspended one.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         task_id = params.id
         live = self._live.get(task_id)
         if live is not None:
@@ -322,6 +357,12 @@ class DiveRequestHandler(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
+        """Stream the events of a running task.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         live = self._live.get(params.id)
         if live is not None:
             async for event in live.events():
@@ -338,26 +379,56 @@ class DiveRequestHandler(RequestHandler):
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
+        """Refused: push notifications are not supported.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         raise PushNotificationNotSupportedError
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
+        """Refused: push notifications are not supported.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         raise PushNotificationNotSupportedError
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
+        """Refused: push notifications are not supported.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         raise PushNotificationNotSupportedError
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
+        """Refused: push notifications are not supported.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         raise PushNotificationNotSupportedError
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
+        """Refused: this agent has no extended card.
+
+        Args:
+            params: the A2A request.
+            context: the server's call context.
+        """
         raise UnsupportedOperationError(message="this agent has no extended card")
 
     async def aclose(self) -> None:

@@ -252,7 +252,12 @@ class RemoteAgent(Tool):
 
     @classmethod
     async def connect(cls, url: str, **options: Any) -> RemoteAgent:
-        """A ``RemoteAgent`` named and described after the card at ``url``."""
+        """A ``RemoteAgent`` named and described after the card at ``url``.
+
+        Args:
+            url: the agent's base URL.
+            options: other :class:`RemoteAgent` arguments (``headers``, ``timeout``, ...).
+        """
         probe = cls(url, **options)
         card = await probe.card()
         skills = "; ".join(f"{s.name}: {s.description.rstrip('.')}" for s in card.skills)
@@ -281,7 +286,13 @@ class RemoteAgent(Tool):
     async def send(
         self, text: str, *, task_id: str | None = None, context_id: str | None = None
     ) -> RemoteTask:
-        """Send ``text`` (continuing ``task_id`` if given) and wait for the task to stop."""
+        """Send ``text`` (continuing ``task_id`` if given) and wait for the task to stop.
+
+        Args:
+            text: the message's text.
+            task_id: the task to continue (answering its question), if any.
+            context_id: the conversation (context) to send it in, if any.
+        """
         task: RemoteTask | None = None
         async for event in self.stream(text, task_id=task_id, context_id=context_id):
             task = event.task
@@ -292,7 +303,13 @@ class RemoteAgent(Tool):
     async def stream(
         self, text: str, *, task_id: str | None = None, context_id: str | None = None
     ) -> AsyncIterator[RemoteEvent]:
-        """Send ``text`` and yield the task's updates until it stops."""
+        """Send ``text`` and yield the task's updates until it stops.
+
+        Args:
+            text: the message's text.
+            task_id: the task to continue (answering its question), if any.
+            context_id: the conversation (context) to send it in, if any.
+        """
         message = A2AMessage(
             message_id=uuid.uuid4().hex,
             role=Role.ROLE_USER,
@@ -309,7 +326,11 @@ class RemoteAgent(Tool):
                     yield event
 
     async def get_task(self, task_id: str) -> RemoteTask:
-        """The remote task ``task_id`` as it stands."""
+        """The remote task ``task_id`` as it stands.
+
+        Args:
+            task_id: the remote task's id.
+        """
         async with self._http() as http:
             client = await self._client(http)
             tracker = _Tracker()
@@ -317,7 +338,11 @@ class RemoteAgent(Tool):
             return tracker.task()
 
     async def cancel(self, task_id: str) -> RemoteTask:
-        """Cancel the remote task ``task_id``."""
+        """Cancel the remote task ``task_id``.
+
+        Args:
+            task_id: the remote task's id.
+        """
         async with self._http() as http:
             client = await self._client(http)
             tracker = _Tracker()

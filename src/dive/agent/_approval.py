@@ -66,12 +66,20 @@ def allow() -> ApprovalDecision:
 
 
 def deny(message: str | None = None) -> ApprovalDecision:
-    """Answer the call ``is_error`` with ``message`` without running it."""
+    """Answer the call ``is_error`` with ``message`` without running it.
+
+    Args:
+        message: the text the model gets as the call's error result (default: a denial text).
+    """
     return ApprovalDecision(kind="deny", message=message)
 
 
 def ask(prompt: str | None = None) -> ApprovalDecision:
-    """Hold the call and suspend the turn until someone approves or denies it."""
+    """Hold the call and suspend the turn until someone approves or denies it.
+
+    Args:
+        prompt: what the person is asked (default: names the tool and its arguments).
+    """
     return ApprovalDecision(kind="ask", message=prompt)
 
 
@@ -100,7 +108,13 @@ class ResumeAwarePolicy(Protocol):
     """An approval policy that is told how a resume settled each call held at its gate."""
 
     def resumed(self, tool: Tool, call: ToolCall, approval: ToolApproval) -> object:
-        """``approval`` settled ``call`` (held at the gate); may return an awaitable."""
+        """``approval`` settled ``call`` (held at the gate); may return an awaitable.
+
+        Args:
+            tool: the tool of the settled call.
+            call: the settled call.
+            approval: the answer the resume supplied.
+        """
         ...
 
 
@@ -116,7 +130,12 @@ async def notify_resumed(
 
 
 def default_policy(tool: Tool, call: ToolCall) -> ApprovalDecision:
-    """Ask for ``requires_approval`` tools, allow the rest."""
+    """Ask for ``requires_approval`` tools, allow the rest.
+
+    Args:
+        tool: the tool being called.
+        call: the model's call.
+    """
     return ask() if tool.definition.requires_approval else allow()
 
 

@@ -41,6 +41,14 @@ class BackgroundResult:
     ``usage`` is what the work reported with ``ctx.report_usage`` after it moved to the
     background (a background subagent's model calls); the turn that receives the result
     adds it to its own usage.
+
+    Attributes:
+        tool_call_id: the call that started the work.
+        name: the tool's name.
+        turn_id: the turn the call belonged to.
+        result: the late result.
+        task_id: the id the model was told (``task_<tool call id>``).
+        usage: usage the work reported after it moved to the background.
     """
 
     tool_call_id: str
@@ -60,6 +68,12 @@ class BackgroundTaskHandle:
         turn_id: the turn that call belongs to.
         description: what it is doing.
         done: resolves with the :class:`BackgroundResult`.
+
+    Args:
+        task: the running work.
+        call: the call that started it.
+        turn_id: the turn that call belongs to.
+        description: what the work is doing.
     """
 
     __slots__ = (
@@ -103,11 +117,19 @@ class BackgroundTaskHandle:
         task.add_done_callback(forward)
 
     def add_usage(self, usage: Usage) -> None:
-        """Usage the work reported while it ran in the background."""
+        """Usage the work reported while it ran in the background.
+
+        Args:
+            usage: the usage to add to the late result.
+        """
         self._usage = self._usage + usage
 
     def stop(self, reason: str = "stopped") -> bool:
-        """Cancel the task; its result says it was stopped and why. False if it had ended."""
+        """Cancel the task; its result says it was stopped and why. False if it had ended.
+
+        Args:
+            reason: why, stated in the result.
+        """
         if self._task.done():
             return False
         self._stopped = reason
@@ -168,7 +190,12 @@ def _final(call: ToolCall, task: asyncio.Future[Any], stopped: str | None) -> To
 async def await_background_tasks(
     handles: Sequence[BackgroundTaskHandle], *, wait_at_most: float | None = None
 ) -> list[BackgroundResult]:
-    """Wait for the handles (up to ``wait_at_most`` seconds); return the finished results."""
+    """Wait for the handles (up to ``wait_at_most`` seconds); return the finished results.
+
+    Args:
+        handles: the handles (``result.background_tasks``).
+        wait_at_most: seconds to wait; None: until every one finishes.
+    """
     futures = [h.done for h in handles]
     if not futures:
         return []

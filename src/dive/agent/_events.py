@@ -29,7 +29,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageEvent:
-    """A finished assistant message with the usage of the model call that produced it."""
+    """A finished assistant message with the usage of the model call that produced it.
+
+    Attributes:
+        message: the assistant message.
+        usage: the usage of the model call that produced it.
+    """
 
     type: Literal["message"] = "message"
     message: Message
@@ -38,7 +43,12 @@ class MessageEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallEvent:
-    """A tool call is about to be processed."""
+    """A tool call is about to be processed.
+
+    Attributes:
+        call: the model's tool call.
+        preview: what the call will do, if its tool gives a preview.
+    """
 
     type: Literal["tool_call"] = "tool_call"
     call: ToolCall
@@ -47,7 +57,18 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallResultEvent:
-    """The outcome of a tool call: exactly one per ``tool_call`` event."""
+    """The outcome of a tool call: exactly one per ``tool_call`` event.
+
+    Attributes:
+        call: the model's tool call.
+        result: its result (None when it suspended).
+        state: the call's state (``completed``, ``waiting``, ``unknown``, ``not_started``).
+        error: the call's error text, if it failed.
+        additional_context: hook text that follows the result, if any.
+        suspension: what the suspension reports about the call, if it suspended.
+        preview: what the call did, if its tool gives a preview.
+        background: the :class:`BackgroundTaskHandle` of work that moved to the background.
+    """
 
     type: Literal["tool_call_result"] = "tool_call_result"
     call: ToolCall
@@ -62,7 +83,11 @@ class ToolCallResultEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelStreamEvent:
-    """A raw stream delta, Anthropic-shaped for every provider."""
+    """A raw stream delta, Anthropic-shaped for every provider.
+
+    Attributes:
+        event: the stream event.
+    """
 
     type: Literal["model_event"] = "model_event"
     event: StreamEvent
@@ -70,7 +95,11 @@ class ModelStreamEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnEndedEvent:
-    """The terminal event: the turn record as written."""
+    """The terminal event: the turn record as written.
+
+    Attributes:
+        turn: the turn's record.
+    """
 
     type: Literal["turn_ended"] = "turn_ended"
     turn: Turn

@@ -41,7 +41,14 @@ class Limits:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IncompleteTurns:
-    """How incomplete turns are closed and saved."""
+    """How incomplete turns are closed and saved.
+
+    Attributes:
+        drop_partial_text: leave out the text the model was still writing when the turn ended.
+        save_timeout: seconds allowed to save an incomplete turn.
+        require_reconcile: refuse new input (``UnreconciledToolCallsError``) while the latest
+            outcome's next step is ``reconcile``.
+    """
 
     drop_partial_text: bool = False
     save_timeout: float = 30.0
@@ -50,7 +57,15 @@ class IncompleteTurns:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Durability:
-    """Step checkpoints and session claims (multi-process use)."""
+    """Step checkpoints and session claims (multi-process use).
+
+    Attributes:
+        checkpoint_steps: save a running record after each model response and tool call, so another
+            process can close a turn whose process died.
+        claim: claim the session while a turn runs, so two processes never run one session.
+        claim_ttl: seconds a claim lasts unless renewed (it is renewed while the turn runs).
+        owner: the claim's owner id (default: one per process).
+    """
 
     checkpoint_steps: bool = False
     claim: bool = False

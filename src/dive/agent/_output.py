@@ -59,6 +59,9 @@ class ModelRetry(DiveError):
     """Raise from an output validator (or a tool) to ask the model to try again.
 
     The message is sent to the model; the attempt counts against ``output_retries``.
+
+    Args:
+        message: what to tell the model.
     """
 
     def __init__(self, message: str) -> None:

@@ -56,8 +56,14 @@ def _finite(value: Any) -> Any:
 
 
 def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> ToolResult:
-    """Convert a tool output; an unconvertible value becomes an error result."""
-    output = cast(object, result)
+    """Convert a tool output; an unconvertible value becomes an error result.
+
+    Args:
+        call: the call the result answers.
+        result: the tool's output.
+        is_error: mark the result as an error.
+    """
+    output: Any = result
     if isinstance(output, int | float) and not isinstance(output, bool):
         output = _finite(output)
         text = repr(output) if isinstance(output, int) else json.dumps(output)

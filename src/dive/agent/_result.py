@@ -47,7 +47,23 @@ def answer_text(messages: Sequence[Message]) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunResult(Generic[OutputT]):
-    """The result of one invocation."""
+    """The result of one invocation.
+
+    Attributes:
+        status: ``completed``, ``suspended`` or ``incomplete``.
+        turn: the turn's record (``turn.suspension.pending_tool_calls`` lists what a suspended turn
+            waits for).
+        usage: this invocation's usage.
+        output_messages: the messages this turn added, as saved.
+        error: what ended an incomplete turn, if an exception did.
+        save_error: why saving the turn failed, if it did.
+        stop_reason: the last response's raw stop reason.
+        stop_details: the provider's extra stop information (a refusal's category, say).
+        model: the model that answered.
+        created_at: when the turn began.
+        finished_at: when it ended.
+        background_tasks: handles of calls still running in the background.
+    """
 
     status: TurnStatus
     turn: Turn
@@ -93,7 +109,11 @@ class RunResult(Generic[OutputT]):
         raise OutputUnavailableError(f"result.output is not available: the turn {self._why()}")
 
     def output_or(self, default: DefaultT) -> OutputT | DefaultT:
-        """The output, or ``default`` when the turn has none."""
+        """The output, or ``default`` when the turn has none.
+
+        Args:
+            default: what to return when the turn has no output.
+        """
         return cast(OutputT, self.raw_output) if self.has_output else default
 
     def _why(self) -> str:

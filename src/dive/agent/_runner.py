@@ -136,6 +136,15 @@ class ToolOutcome:
     ``result`` is a placeholder that is never recorded. ``terminal``: a ``ToolReturn``
     asked to end the turn. ``background``: the handle of work that moved to a task of its
     own (the result says it started).
+
+    Attributes:
+        result: the call's result (a placeholder, never recorded, when it suspended).
+        state: the call's state: ``completed``, ``unknown`` (most timeouts) or ``waiting``
+            (suspended).
+        error: the call's error text, if it failed.
+        pending: what the suspension reports about the call (it returned ``Suspend``).
+        terminal: a ``ToolReturn`` asked to end the turn.
+        background: the handle of work that moved to a task of its own.
     """
 
     result: ToolResult
@@ -153,43 +162,94 @@ class Runner(Protocol):
     async def call_model(
         self, call: ModelCall, into: ResponseAccumulator, deliver: Deliver | None
     ) -> ModelResponse:
-        """Make one model call; stream into ``into`` (and ``deliver``) when streaming."""
+        """Make one model call; stream into ``into`` (and ``deliver``) when streaming.
+
+        Args:
+            call: the request, its model and where it happens.
+            into: accumulates the stream (the loop reads partial output from it).
+            deliver: receives each stream event, or None when nobody listens.
+        """
         ...
 
     async def count_tokens(self, call: ModelCall) -> int:
-        """The input tokens of ``call.request`` (the model is a ``TokenCounter``)."""
+        """The input tokens of ``call.request`` (the model is a ``TokenCounter``).
+
+        Args:
+            call: the request to count, its model and where it happens.
+        """
         ...
 
     async def call_tool(self, task: ToolTask) -> ToolOutcome:
-        """Run one tool call under its timeout and retry policy; failures as data."""
+        """Run one tool call under its timeout and retry policy; failures as data.
+
+        Args:
+            task: the validated call, its tool and its context.
+        """
         ...
 
     async def list_tools(self, toolset: Toolset, context: ToolContext) -> Sequence[Tool]:
-        """A toolset's tools for the next model call."""
+        """A toolset's tools for the next model call.
+
+        Args:
+            toolset: the toolset to ask.
+            context: the context its tools will run with.
+        """
         ...
 
     async def load(self, session: Session) -> SessionSnapshot:
-        """Read the session (history, open turn, revision)."""
+        """Read the session (history, open turn, revision).
+
+        Args:
+            session: the session to read.
+        """
         ...
 
     async def load_turns(self, session: Session) -> list[Turn]:
-        """Every recorded turn of the session (session usage limits)."""
+        """Every recorded turn of the session (session usage limits).
+
+        Args:
+            session: the session to read.
+        """
         ...
 
     async def write(self, session: Session, turn: Turn, *, expected_revision: int) -> int:
-        """Write the turn's record; returns the new revision."""
+        """Write the turn's record; returns the new revision.
+
+        Args:
+            session: the session to write to.
+            turn: the turn's record.
+            expected_revision: the revision the turn last saw; another one raises
+                ``RevisionConflictError``.
+        """
         ...
 
     async def claim(self, session: Session, owner: str, ttl: float) -> None:
-        """Claim the session for ``owner`` for ``ttl`` seconds."""
+        """Claim the session for ``owner`` for ``ttl`` seconds.
+
+        Args:
+            session: the session to claim.
+            owner: who claims it.
+            ttl: seconds the claim lasts unless renewed.
+        """
         ...
 
     async def renew_claim(self, session: Session, owner: str, ttl: float) -> None:
-        """Extend ``owner``'s claim."""
+        """Extend ``owner``'s claim.
+
+        Args:
+            session: the claimed session.
+            owner: the claim's owner.
+            ttl: seconds from now the claim lasts.
+        """
         ...
 
     async def release_claim(self, session: Session, owner: str) -> None:
-        """Give the claim up."""
+        """Give the claim up.
+
+        Args:
+            session: the claimed session.
+            owner: the claim's owner.
+        """
         ...
 
     def now(self) -> datetime:
@@ -205,7 +265,11 @@ class Runner(Protocol):
         ...
 
     async def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` (claim renewals, tool retry delays)."""
+        """Wait ``seconds`` (claim renewals, tool retry delays).
+
+        Args:
+            seconds: how long to wait.
+        """
         ...
 
 

@@ -37,6 +37,10 @@ class AgentStream(Generic[OutputT]):
 
     Events are delivered one at a time: the run waits while the consumer handles each one.
     If the consumer stops early, the run is cancelled (and still closed and saved).
+
+    Args:
+        start: starts the run with an event handler and returns its result.
+        output: how partial output is parsed (typed output), if any.
     """
 
     def __init__(

@@ -78,7 +78,7 @@ async def resolve_tools(run: Run) -> ToolIndex:
         turn_id=run.state.turn_id,
         values=setup.values,
         deps=setup.deps,
-        session_id=setup.session_id,
+        session_id=run.session_id,
         agent_name=config.name,
         cancel=setup.cancel,
     )

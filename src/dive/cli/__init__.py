@@ -10,10 +10,23 @@ credentials it answers through the bundled Anthropic simulator and says so on st
 ``docs/cli.md``. ``main`` is the console script's entry point.
 """
 
+try:
+    import prompt_toolkit as _prompt_toolkit
+    import rich as _rich
+    import typer as _typer
+except ImportError as exc:  # pragma: no cover - depends on the install
+    from dive.errors import MissingExtraError
+
+    raise MissingExtraError(
+        f"the dive command line needs the cli extra ({exc}): pip install 'dive-agents[cli]'"
+    ) from exc
+
 from dive.cli._app import app, main
+
+del _prompt_toolkit, _rich, _typer
 
 __all__ = ["app", "main"]
 
-from dive._public import publish as _publish
+from dive._public import publish as _publish  # noqa: E402
 
 _publish(__name__, globals(), __all__)

@@ -248,7 +248,11 @@ def _one_line_warning(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the ``dive`` command (the console script and ``python -m dive``)."""
+    """Run the ``dive`` command (the console script and ``python -m dive``).
+
+    Args:
+        argv: the arguments after ``dive``; None: ``sys.argv[1:]``.
+    """
     warnings.showwarning = _one_line_warning
     try:
         app(args=list(argv) if argv is not None else None, prog_name="dive")

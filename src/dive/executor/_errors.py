@@ -34,7 +34,13 @@ class ExecutorConfigError(UserError):
 
 
 class ExecutorError(DiveError):
-    """An ``execute`` failed. ``trace`` and ``messages`` show how far it got."""
+    """An ``execute`` failed. ``trace`` and ``messages`` show how far it got.
+
+    Args:
+        message: what went wrong and what to do.
+        trace: the execution's trace so far, if one was started.
+        messages: the conversation so far.
+    """
 
     def __init__(
         self,
@@ -53,7 +59,14 @@ class MaxRoundsExceeded(ExecutorError):
 
 
 class ExecutorIncomplete(ExecutorError):
-    """The model stopped for a reason the executor cannot continue from (``reason``)."""
+    """The model stopped for a reason the executor cannot continue from (``reason``).
+
+    Args:
+        message: what went wrong and what to do.
+        reason: why the model stopped (``output_limit``, ``context_limit``, ``provider_stopped``,
+            ...).
+        kwargs: ``trace`` and ``messages`` (see :class:`ExecutorError`).
+    """
 
     def __init__(self, message: str, *, reason: str, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -73,7 +86,11 @@ class ResponseParseError(ExecutorError):
 
 
 class AbortExecution(Exception):
-    """Raise from a tool handler to stop the run; ``execute`` raises ``ExecutorError``."""
+    """Raise from a tool handler to stop the run; ``execute`` raises ``ExecutorError``.
+
+    Args:
+        reason: why the run stops (the ``ExecutorError``'s message).
+    """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -86,6 +103,10 @@ class ProviderRetriesExhausted(ProviderError):
     ``transient`` is True and ``requeue_after`` (seconds) suggests when a job queue should
     try the whole execution again; the last error is the ``__cause__``. Like an
     ``ExecutorError`` it carries the execution's ``trace`` and ``messages``.
+
+    Args:
+        message: what kept failing and what to do.
+        last: the last provider error (also the ``__cause__``).
     """
 
     transient = True

@@ -48,12 +48,28 @@ class Observer:
         self._count = 0
 
     def fail(self, message: str) -> None:
+        """Record a failure: the check did not pass.
+
+        Args:
+            message: what was wrong.
+        """
         self.failures.append(message)
 
     def log(self, message: str) -> None:
+        """Record a note for the report.
+
+        Args:
+            message: the note.
+        """
         self.logs.append(message)
 
     def grade(self, score: float, reasoning: str) -> None:
+        """Record a grade between 0 and 1.
+
+        Args:
+            score: the grade, 0 (worst) to 1 (best).
+            reasoning: why.
+        """
         if not 0.0 <= score <= 1.0:
             raise ValueError(f"a grade is between 0 and 1, got {score}")
         self.grades.append((score, reasoning))
@@ -74,6 +90,12 @@ def _investigative(trace: ExecutionTrace) -> list[str]:
 
 
 def exact_tool_calls(n: int) -> Check:
+    """Exactly ``n`` investigative tool calls (not the commit, not rejected submissions).
+
+    Args:
+        n: how many.
+    """
+
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         got = len(_investigative(trace))
         if got != n:
@@ -83,6 +105,12 @@ def exact_tool_calls(n: int) -> Check:
 
 
 def minimum_tool_calls(n: int) -> Check:
+    """At least ``n`` investigative tool calls.
+
+    Args:
+        n: how many.
+    """
+
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         got = len(_investigative(trace))
         if got < n:
@@ -92,6 +120,13 @@ def minimum_tool_calls(n: int) -> Check:
 
 
 def range_tool_calls(lo: int, hi: int) -> Check:
+    """Between ``lo`` and ``hi`` investigative tool calls, both included.
+
+    Args:
+        lo: the fewest allowed.
+        hi: the most allowed.
+    """
+
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         got = len(_investigative(trace))
         if not lo <= got <= hi:
@@ -105,6 +140,12 @@ def no_tool_calls() -> Check:
 
 
 def only_tool_calls(*names: str) -> Check:
+    """No investigative call to a tool outside ``names``.
+
+    Args:
+        names: the tools that may be called.
+    """
+
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         other = sorted(set(_investigative(trace)) - set(names))
         if other:
@@ -114,6 +155,12 @@ def only_tool_calls(*names: str) -> Check:
 
 
 def required_tool_calls(*names: str) -> Check:
+    """Every tool of ``names`` called at least once.
+
+    Args:
+        names: the tools that must be called.
+    """
+
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         missing = sorted(set(names) - set(_investigative(trace)))
         if missing:
@@ -123,7 +170,11 @@ def required_tool_calls(*names: str) -> Check:
 
 
 def result_check(fn: Callable[[Any], str | None]) -> Check:
-    """``fn(result) -> failure message or None``; a missing result fails."""
+    """``fn(result) -> failure message or None``; a missing result fails.
+
+    Args:
+        fn: receives the result, returns a failure message or None.
+    """
 
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         if trace.result is None:
@@ -137,7 +188,11 @@ def result_check(fn: Callable[[Any], str | None]) -> Check:
 
 
 def no_errors(ignore: Sequence[str] = ()) -> Check:
-    """No error in the run (transient provider errors are graded, not failed)."""
+    """No error in the run (transient provider errors are graded, not failed).
+
+    Args:
+        ignore: substrings of error texts that do not count.
+    """
 
     def check(obs: Observer, trace: ExecutionTrace) -> None:
         if trace.suspended:
@@ -190,6 +245,10 @@ def llm_judge(judge: Any, criteria: str) -> Check:
     """Grade the result with a model (a dive ``Model``) against ``criteria``.
 
     The judge submits ``{"score": 0…1, "reasoning": "..."}``; no grade fails the check.
+
+    Args:
+        judge: the model that grades (a dive ``Model``).
+        criteria: what a good result is, in words.
     """
     from dive.agent import Agent
 
@@ -218,7 +277,13 @@ def llm_judge(judge: Any, criteria: str) -> Check:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalCase:
-    """A named request (and its tools) to execute."""
+    """A named request (and its tools) to execute.
+
+    Attributes:
+        name: the case's name (in the report).
+        request: what the executor is given.
+        tools: the tools of the run, by name, if any.
+    """
 
     name: str
     request: Any
@@ -227,7 +292,17 @@ class EvalCase:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalResult:
-    """One eval's outcome for one model, case and iteration."""
+    """One eval's outcome for one model, case and iteration.
+
+    Attributes:
+        eval: the eval's name.
+        model: the executor's name (one per model).
+        case: the case's name.
+        iteration: which repetition, from 0.
+        failures: every check failure.
+        grades: every grade given.
+        trace_id: the execution trace's id.
+    """
 
     eval: str
     model: str
@@ -240,7 +315,11 @@ class EvalResult:
 
 @dataclass(frozen=True, slots=True)
 class EvalReport:
-    """Every result; ``markdown()`` for people."""
+    """Every result; ``markdown()`` for people.
+
+    Attributes:
+        results: every eval's result, per model, case and iteration.
+    """
 
     results: tuple[EvalResult, ...] = field(default=())
 
@@ -284,6 +363,12 @@ async def run_evals(
     """Execute every case with every executor (one per model) and run every eval's checks.
 
     A failed execution still has a trace (its error), which the checks see.
+
+    Args:
+        executors: the executors to compare, by name (one per model).
+        cases: the cases to execute.
+        evals: the checks of each eval, by the eval's name.
+        iterations: how often each case runs with each executor.
     """
     from dive.executor._tracers import use_tracer
 

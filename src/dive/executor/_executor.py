@@ -270,7 +270,13 @@ class Executor(Generic[RequestT, ResponseT]):
         tools: Mapping[str, ExecutorTool[Any]] | None = None,
         seed_tool_calls: Sequence[ToolCall] = (),
     ) -> ResponseT:
-        """The blocking form of ``execute`` (not from inside a running event loop)."""
+        """The blocking form of ``execute`` (not from inside a running event loop).
+
+        Args:
+            request: what to run on.
+            tools: the tools of this run, by name.
+            seed_tool_calls: calls run before the first model call.
+        """
         return asyncio.run(self.execute(request, tools, seed_tool_calls))
 
     def _render(self, request: RequestT) -> tuple[str, str, str]:

@@ -69,7 +69,15 @@ class SubmitTool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finding:
-    """One problem a validator found; sent back to the model."""
+    """One problem a validator found; sent back to the model.
+
+    Attributes:
+        kind: the kind of problem (``review``, ``schema``, ...).
+        identifier: a stable id for it (the model sees it; ``schema:<path>`` for schema findings).
+        details: what is wrong and what to do, for the model.
+        name: a short name, if any.
+        details_url: a link with more, if any.
+    """
 
     kind: str
     identifier: str
@@ -88,7 +96,14 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubmissionContext:
-    """What a result validator sees besides the response."""
+    """What a result validator sees besides the response.
+
+    Attributes:
+        reasoning: the reasoning the model submitted with the response.
+        tool_call_id: the submit call's id.
+        round: the model round of the submission, from 0.
+        trace: the execution's trace so far.
+    """
 
     reasoning: str
     tool_call_id: str

@@ -25,7 +25,18 @@ BEGIN, END = "<<<BEGIN HUMAN ANSWER>>>", "<<<END HUMAN ANSWER>>>"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suspension:
-    """What a suspended execution needs to resume (records only: names, ids, messages)."""
+    """What a suspended execution needs to resume (records only: names, ids, messages).
+
+    Attributes:
+        state: the loop's suspension state (pending calls, usage, messages).
+        history: the conversation up to the suspension.
+        round: the round it suspended in.
+        remaining_rounds: model rounds left for the resumed run.
+        provider: the provider it ran on (``resume`` refuses another).
+        model: the model it ran on (``resume`` refuses another).
+        config_digest: a digest of the executor's configuration (``resume`` refuses another).
+        prompt: what the suspend tool asked the person.
+    """
 
     state: SuspensionState
     history: tuple[Message, ...]
@@ -43,7 +54,12 @@ class Suspension:
 
 
 class ExecutionSuspended(Exception):
-    """The run waits for a person: answer with ``Executor.resume(e.suspension, answers)``."""
+    """The run waits for a person: answer with ``Executor.resume(e.suspension, answers)``.
+
+    Args:
+        suspension: what ``Executor.resume`` needs.
+        trace: the execution's trace so far.
+    """
 
     def __init__(self, suspension: Suspension, trace: ExecutionTrace) -> None:
         super().__init__(f"suspended waiting for an answer: {suspension.prompt}")

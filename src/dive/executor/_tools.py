@@ -41,14 +41,26 @@ REASONING_PARAM = "Explain why you are making this tool call and what you hope t
 
 @dataclass(frozen=True, slots=True)
 class Commit(Generic[ResponseT]):
-    """Returned by a handler: end the run with ``response``."""
+    """Returned by a handler: end the run with ``response``.
+
+    Attributes:
+        response: the run's response.
+    """
 
     response: ResponseT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutorToolContext(Generic[ResponseT]):
-    """What a handler sees: the trace, the round, the idempotency key and the reasoning."""
+    """What a handler sees: the trace, the round, the idempotency key and the reasoning.
+
+    Attributes:
+        trace: the execution's trace so far.
+        round: the current model round, from 0.
+        turn_id: the run's turn id (with ``tool_call_id``, an idempotency key).
+        tool_call_id: the call's id.
+        reasoning: the ``reasoning`` argument the model gave, if the tool takes one.
+    """
 
     trace: ExecutionTrace = field(repr=False)
     round: int
@@ -69,7 +81,12 @@ class ToolHandler(Protocol[ResponseT_co]):
 
 
 def tool_error(message: str, **context: JSONValue) -> ToolResult:
-    """An ``is_error`` result ``{"error": message, …context}``."""
+    """An ``is_error`` result ``{"error": message, …context}``.
+
+    Args:
+        message: what went wrong, for the model.
+        context: more JSON fields of the result.
+    """
     data: dict[str, Any] = {"error": message, **context}
     from dive.messages import TextBlock
 
@@ -84,7 +101,15 @@ def tool_error(message: str, **context: JSONValue) -> ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExecutorTool(Generic[ResponseT]):
-    """A tool the executor offers: ``definition`` (name, schema, governance) and ``handler``."""
+    """A tool the executor offers: ``definition`` (name, schema, governance) and ``handler``.
+
+    Attributes:
+        definition: the tool's name, schema and governance fields.
+        handler: ``handler(call, ctx)``: returns a mapping (sent as JSON), a ``ToolResult``,
+            ``tool_error(...)``, ``Commit(response)``, ``Suspend(...)`` or None.
+        reasoning: the schema has a required ``reasoning`` argument, stripped before the handler
+            runs and given as ``ctx.reasoning``.
+    """
 
     definition: ToolDefinition
     handler: ToolHandler[ResponseT]
@@ -98,6 +123,12 @@ class ExecutorTool(Generic[ResponseT]):
 
         With ``reasoning`` a required ``reasoning`` string is added to the schema; the
         executor strips it from the arguments and hands it over as ``ctx.reasoning``.
+
+        Args:
+            fn: the typed function (sync or async); its parameters are the arguments.
+            reasoning: add the required ``reasoning`` argument.
+            definition_fields: governance fields of the tool (``name``, ``description``,
+                ``effect_type``, ...).
         """
         base = FunctionTool(fn, **definition_fields)
         definition = base.definition

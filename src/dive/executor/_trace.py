@@ -134,26 +134,45 @@ class ExecutionTrace(BaseModel):
     # --- writing (the executor only) ------------------------------------------------------
 
     def add_call(self, call: TracedCall) -> TracedCall:
-        """Record a call as it starts."""
+        """Record a call as it starts.
+
+        Args:
+            call: the call as it starts.
+        """
         self.tool_calls.append(call)
         return call
 
     def add_round(self, round: TracedRound) -> TracedRound:
-        """Record a model round-trip."""
+        """Record a model round-trip.
+
+        Args:
+            round: the round-trip (usage, cache buckets, cost).
+        """
         if self.model is None:
             self.model = round.model
         self.rounds.append(round)
         return round
 
     def add_reasoning(self, round: int, thinking: str | None, *, redacted: bool = False) -> None:
-        """Record a round's reasoning (empty thinking is skipped)."""
+        """Record a round's reasoning (empty thinking is skipped).
+
+        Args:
+            round: the round it belongs to.
+            thinking: the thinking text, or None.
+            redacted: the provider sent the reasoning redacted.
+        """
         if redacted:
             self.reasoning.append({"round": round, "redacted": True})
         elif thinking:
             self.reasoning.append({"round": round, "thinking": thinking})
 
     def finish(self, *, result: Any = None, error: BaseException | None = None) -> None:
-        """Complete the trace with the result or the error."""
+        """Complete the trace with the result or the error.
+
+        Args:
+            result: the committed response, if any.
+            error: what ended the run, if it failed.
+        """
         self.result = result
         self.error = f"{type(error).__name__}: {error}" if error is not None else None
         self.end_time = _now()
@@ -166,5 +185,9 @@ class ExecutionTrace(BaseModel):
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ExecutionTrace:
-        """A trace from ``to_json`` output."""
+        """A trace from ``to_json`` output.
+
+        Args:
+            text: what ``to_json`` returned.
+        """
         return cls.model_validate_json(text)

@@ -37,7 +37,11 @@ class TraceRecorder(Protocol):
     """Receives every finished execution trace (a tracer's optional ``record`` method)."""
 
     def record(self, trace: ExecutionTrace) -> None:
-        """Called once per execution, when it ended (any exit), with its trace."""
+        """Called once per execution, when it ended (any exit), with its trace.
+
+        Args:
+            trace: the finished execution's trace.
+        """
         ...
 
 

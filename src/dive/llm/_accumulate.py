@@ -50,7 +50,11 @@ __all__ = ["ResponseAccumulator", "fold_raw_delta", "parse_tool_arguments", "res
 
 
 def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """Parse streamed tool JSON: ``(arguments, None)`` or ``({}, raw)`` if not an object."""
+    """Parse streamed tool JSON: ``(arguments, None)`` or ``({}, raw)`` if not an object.
+
+    Args:
+        raw: the tool call's accumulated JSON text.
+    """
     if not raw.strip():
         return {}, None
     try:
@@ -149,7 +153,11 @@ class _Builder:
 
 
 class ResponseAccumulator:
-    """Accumulate stream events into a :class:`ModelResponse`."""
+    """Accumulate stream events into a :class:`ModelResponse`.
+
+    Args:
+        requested_model: the model the request named (kept as the response's ``requested_model``).
+    """
 
     def __init__(self, requested_model: str | None = None) -> None:
         self.requested_model = requested_model
@@ -166,7 +174,11 @@ class ResponseAccumulator:
         self._blocks: dict[int, _Builder] = {}
 
     def add(self, event: StreamEvent) -> None:
-        """Fold one event in."""
+        """Fold one event in.
+
+        Args:
+            event: the next stream event.
+        """
         if isinstance(event, ContentBlockDelta):
             b = self._blocks.get(event.index)
             if b is None:
@@ -226,7 +238,7 @@ class ResponseAccumulator:
         if not self.complete:
             raise StreamInterruptedError("the stream ended without its end marker")
         return ModelResponse(
-            content=tuple(b.finish() for b in self._ordered()),
+            content=tuple([b.finish() for b in self._ordered()]),
             stop_reason=self.stop_reason,
             stop_details=self.stop_details,
             stop_sequence=self.stop_sequence,
@@ -252,7 +264,11 @@ class ResponseAccumulator:
 
 
 def response_to_events(response: ModelResponse) -> Iterator[StreamEvent]:
-    """The stream a provider would have sent for ``response``."""
+    """The stream a provider would have sent for ``response``.
+
+    Args:
+        response: a whole response.
+    """
     yield MessageStart(id=response.id, model=response.model, usage=None)
     for i, block in enumerate(response.content):
         if isinstance(block, TextBlock):

@@ -34,7 +34,11 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextDelta:
-    """Appends text to a text block."""
+    """Appends text to a text block.
+
+    Attributes:
+        text: the text to append.
+    """
 
     type: Literal["text_delta"] = "text_delta"
     text: str
@@ -42,7 +46,11 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InputJSONDelta:
-    """Appends a fragment of a tool call's JSON input."""
+    """Appends a fragment of a tool call's JSON input.
+
+    Attributes:
+        partial_json: the next fragment of the JSON text (not valid JSON on its own).
+    """
 
     type: Literal["input_json_delta"] = "input_json_delta"
     partial_json: str
@@ -50,7 +58,11 @@ class InputJSONDelta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingDelta:
-    """Appends reasoning text to a thinking block."""
+    """Appends reasoning text to a thinking block.
+
+    Attributes:
+        thinking: the reasoning text to append.
+    """
 
     type: Literal["thinking_delta"] = "thinking_delta"
     thinking: str
@@ -58,7 +70,11 @@ class ThinkingDelta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SignatureDelta:
-    """Sets (replaces) a thinking block's signature; it comes last."""
+    """Sets (replaces) a thinking block's signature; it comes last.
+
+    Attributes:
+        signature: the block's opaque signature.
+    """
 
     type: Literal["signature_delta"] = "signature_delta"
     signature: str
@@ -66,7 +82,11 @@ class SignatureDelta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CitationsDelta:
-    """Adds one citation to a text block."""
+    """Adds one citation to a text block.
+
+    Attributes:
+        citation: the citation, opaque provider JSON.
+    """
 
     type: Literal["citations_delta"] = "citations_delta"
     citation: JSONValue
@@ -77,7 +97,13 @@ Delta = TextDelta | InputJSONDelta | ThinkingDelta | SignatureDelta | CitationsD
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageStart:
-    """The response began; ``usage`` holds the input counts known so far."""
+    """The response began; ``usage`` holds the input counts known so far.
+
+    Attributes:
+        id: the provider's response id, if any.
+        model: the model that answers, as the provider names it.
+        usage: the input counts known at the start, if any.
+    """
 
     type: Literal["message_start"] = "message_start"
     id: str | None = None
@@ -87,7 +113,12 @@ class MessageStart:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContentBlockStart:
-    """A content block begins at ``index`` (text empty, tool input ``{}``)."""
+    """A content block begins at ``index`` (text empty, tool input ``{}``).
+
+    Attributes:
+        index: the block's position in the response.
+        block: the block as it starts.
+    """
 
     type: Literal["content_block_start"] = "content_block_start"
     index: int
@@ -96,7 +127,12 @@ class ContentBlockStart:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContentBlockDelta:
-    """A fragment for the block at ``index``."""
+    """A fragment for the block at ``index``.
+
+    Attributes:
+        index: the position of the block it extends.
+        delta: the fragment.
+    """
 
     type: Literal["content_block_delta"] = "content_block_delta"
     index: int
@@ -105,7 +141,11 @@ class ContentBlockDelta:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ContentBlockStop:
-    """The block at ``index`` is complete."""
+    """The block at ``index`` is complete.
+
+    Attributes:
+        index: the position of the finished block.
+    """
 
     type: Literal["content_block_stop"] = "content_block_stop"
     index: int
@@ -113,7 +153,15 @@ class ContentBlockStop:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MessageDelta:
-    """Stop reason and the cumulative usage so far (it replaces earlier usage)."""
+    """Stop reason and the cumulative usage so far (it replaces earlier usage).
+
+    Attributes:
+        stop_reason: the provider's raw stop reason, once known.
+        stop_sequence: the stop sequence that ended the output, if one did.
+        stop_details: the provider's extra stop information (a refusal's category, say), JSON.
+        usage: the cumulative usage so far.
+        provider_state: replay data for the response, if the provider has any.
+    """
 
     type: Literal["message_delta"] = "message_delta"
     stop_reason: str | None = None

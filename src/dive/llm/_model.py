@@ -39,11 +39,19 @@ class Model(Protocol):
         ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        """Send the request and yield stream events until ``message_stop``."""
+        """Send the request and yield stream events until ``message_stop``.
+
+        Args:
+            request: what to send.
+        """
         ...
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
-        """Send the request and return the whole response."""
+        """Send the request and return the whole response.
+
+        Args:
+            request: what to send.
+        """
         ...
 
 
@@ -57,6 +65,9 @@ class TokenCounter(Protocol):
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The input tokens ``request`` would use (system, tools and messages).
+
+        Args:
+            request: the request to count (nothing is generated).
 
         Raises:
             ProviderError: the provider refused or could not be reached.
@@ -74,12 +85,21 @@ class SettingsChecker(Protocol):
     """
 
     def check_settings(self, settings: ModelSettings) -> None:
-        """Raise ``UnsupportedSettingError`` naming the settings that cannot go together."""
+        """Raise ``UnsupportedSettingError`` naming the settings that cannot go together.
+
+        Args:
+            settings: the merged settings of a call.
+        """
         ...
 
 
 async def collect(model: Model, request: ModelRequest) -> ModelResponse:
-    """Stream ``request`` and accumulate the response."""
+    """Stream ``request`` and accumulate the response.
+
+    Args:
+        model: the model to call.
+        request: what to send.
+    """
     acc = ResponseAccumulator(model.name)
     async for event in model.stream(request):
         acc.add(event)

@@ -46,6 +46,9 @@ class observe_retries:  # used like a function: ``with observe_retries(cb):``
     """Send the retry notices of model calls made inside this block to ``callback``.
 
     A small class rather than a generator: it runs once per model call, on the hot path.
+
+    Args:
+        callback: receives each :class:`RetryNotice`; None stops observing inside the block.
     """
 
     __slots__ = ("_callback", "_token")
@@ -61,7 +64,11 @@ class observe_retries:  # used like a function: ``with observe_retries(cb):``
 
 
 def report_retry(notice: RetryNotice) -> None:
-    """Tell the current observer (if any) about a retry; its failures are logged."""
+    """Tell the current observer (if any) about a retry; its failures are logged.
+
+    Args:
+        notice: what was retried, after which error, and the delay.
+    """
     callback = _OBSERVER.get()
     if callback is None:
         return

@@ -61,7 +61,11 @@ class PricingInfo:
             raise UserError("PricingInfo(long_context_threshold=...) must not be negative")
 
     def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` (one request's, for tiers) in dollars at these prices."""
+        """The cost of ``usage`` (one request's, for tiers) in dollars at these prices.
+
+        Args:
+            usage: the usage to price.
+        """
         tier = self.long_context
         if tier is not None and usage.total_input_tokens > (self.long_context_threshold or 0):
             return tier.cost(usage)

@@ -17,7 +17,14 @@ __all__ = ["ModelRequest", "ModelSettings", "ToolChoice"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolChoice:
-    """How the model may use tools: ``auto``, ``any``, ``tool`` (needs ``name``) or ``none``."""
+    """How the model may use tools: ``auto``, ``any``, ``tool`` (needs ``name``) or ``none``.
+
+    Attributes:
+        type: ``auto`` (the model decides), ``any`` (some tool), ``tool`` (the one named) or
+            ``none`` (no tool).
+        name: the tool to call when ``type`` is ``tool``.
+        disable_parallel: at most one tool call per response.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["auto", "any", "tool", "none"] = "auto"
@@ -48,6 +55,36 @@ class ModelSettings:
     ``cache_first_user_block`` (Anthropic) marks the first block of the first user message for
     the prompt cache while that message is the newest one (the first request of a
     conversation); the marker goes on that request only, never into the history.
+
+    Attributes:
+        max_tokens: the output token limit of each call.
+        temperature: sampling temperature (each provider checks its own range).
+        top_p: nucleus sampling cut-off.
+        top_k: sample from the k most likely tokens only.
+        presence_penalty: penalty for tokens already present (OpenAI-style providers).
+        frequency_penalty: penalty by how often tokens occurred (OpenAI-style providers).
+        stop_sequences: texts that end the output when generated.
+        parallel_tool_calls: let the model ask for several tool calls in one response.
+        tool_choice: how the model may use tools.
+        caching: prompt caching on (cache breakpoints are placed for the provider) or off.
+        cache_ttl: the lifetime of cache writes: ``"5m"`` or ``"1h"``.
+        reasoning_budget: thinking tokens per call (0 turns thinking off where the model allows).
+        reasoning_effort: ``minimal``, ``low``, ``medium``, ``high``, ``xhigh`` or ``max``, mapped
+            to each provider's effort or budget (clamped where a model says so).
+        thinking: ``enabled``, ``adaptive`` (the model decides how much) or ``disabled``.
+        thinking_display: ``summarized`` or ``omitted``: whether thinking text comes back.
+        speed: ``fast`` asks for Anthropic's fast mode; ``standard`` is the default.
+        service_tier: the provider's service tier (``auto``, ``standard_only``, ``flex``, ...).
+        request_headers: extra HTTP headers for each call.
+        metadata: request metadata for the provider (Anthropic sends ``user_id``).
+        mcp_servers: remote MCP servers for the provider's own MCP connector, as its JSON.
+        context_management: Anthropic's server-side context management, sent as given.
+        response_schema: a JSON schema the answer must follow (native structured output).
+        response_schema_name: the schema's name, where the provider wants one.
+        strict: a setting the provider cannot honour raises ``UnsupportedSettingError`` (True) or is
+            dropped with a warning (False).
+        cache_first_user_block: mark the first block of the first user message for the prompt cache
+            on the first request of a conversation (Anthropic).
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -88,7 +125,11 @@ class ModelSettings:
             object.__setattr__(self, "metadata", freeze_mapping(self.metadata))
 
     def merge(self, other: ModelSettings | None) -> ModelSettings:
-        """A copy where every non-None field of ``other`` replaces this one's."""
+        """A copy where every non-None field of ``other`` replaces this one's.
+
+        Args:
+            other: the settings to lay over these (None changes nothing).
+        """
         if other is None:
             return self
         changes = {
@@ -103,7 +144,17 @@ class ModelSettings:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelRequest:
-    """One model call: what to send, provider-neutral."""
+    """One model call: what to send, provider-neutral.
+
+    Attributes:
+        system: the system prompt.
+        messages: the conversation, oldest first.
+        tools: the tools the model may call.
+        settings: the call's settings.
+        prompt_cache_key: a key for providers that route caching by one (OpenAI); others ignore it.
+        metadata: free-form data about the call for custom models; dive's providers do not
+            send it.
+    """
 
     system: str = ""
     messages: tuple[Message, ...] = ()

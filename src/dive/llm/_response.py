@@ -23,6 +23,18 @@ class ModelResponse:
     (the calls run); set ``stop_reason`` to the provider's raw value otherwise: an empty or
     unknown value with tool calls fails closed (the calls are not run, the turn ends
     ``provider_stopped``).
+
+    Attributes:
+        content: the response's content blocks.
+        stop_reason: the provider's raw stop reason.
+        stop_details: the provider's extra stop information, JSON.
+        stop_sequence: the stop sequence that ended the output, if one did.
+        usage: the call's usage.
+        id: the provider's response id, if any.
+        model: the model that answered, as the provider names it.
+        requested_model: the model the request named.
+        provider_state: replay data for the response, if the provider has any.
+        stop_kind: derived from ``stop_reason`` (any value given is replaced).
     """
 
     content: tuple[ContentBlock, ...] = ()
@@ -55,7 +67,11 @@ class ModelResponse:
         return self.message().text
 
     def message(self, **kwargs: Any) -> Message:
-        """The assistant message this response adds to the history."""
+        """The assistant message this response adds to the history.
+
+        Args:
+            kwargs: other fields of the :class:`~dive.messages.Message`.
+        """
         return Message(
             role="assistant",
             content=self.content,

@@ -73,7 +73,11 @@ for _kind, _raws in (
 
 
 def classify_stop_reason(raw: str | None) -> StopKind:
-    """Map a provider's raw stop reason (case-insensitive) to a :data:`StopKind`."""
+    """Map a provider's raw stop reason (case-insensitive) to a :data:`StopKind`.
+
+    Args:
+        raw: the provider's stop reason, or None.
+    """
     if not raw:
         return "other"
     return _TABLE.get(raw.strip().lower(), "other")

@@ -13,12 +13,24 @@ See ``docs/mcp.md``: transports, naming and governance, results, list changes, r
 elicitation (suspend and resume across processes), config files, OAuth and ``as_mcp_server``.
 """
 
+try:
+    import httpx2 as _httpx2
+    import mcp as _mcp
+except ImportError as exc:  # pragma: no cover - depends on the install
+    from dive.errors import MissingExtraError
+
+    raise MissingExtraError(
+        f"dive.mcp needs the mcp extra ({exc}): pip install 'dive-agents[mcp]'"
+    ) from exc
+
 from dive.mcp._config import load_config
 from dive.mcp._errors import MCPConfigError, MCPConnectionError
 from dive.mcp._serve import as_mcp_server
 from dive.mcp._server import MCPServer
 from dive.mcp._tool import MCPTool
 from dive.mcp._transports import MCPServerHTTP, MCPServerSSE, MCPServerStdio
+
+del _mcp, _httpx2
 
 __all__ = [
     "MCPConfigError",
@@ -32,6 +44,6 @@ __all__ = [
     "load_config",
 ]
 
-from dive._public import publish as _publish
+from dive._public import publish as _publish  # noqa: E402
 
 _publish(__name__, globals(), __all__)

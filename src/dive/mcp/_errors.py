@@ -18,6 +18,10 @@ class MCPConfigError(UserError):
 
     Attributes:
         source: the config file (or ``code``) that held it.
+
+    Args:
+        message: what is wrong and how to fix it.
+        source: the config file (or ``code``) that held it.
     """
 
     def __init__(self, message: str, *, source: str = "code") -> None:
@@ -29,6 +33,10 @@ class MCPConnectionError(DiveError):
     """An MCP server could not be reached, or refused a request outside a tool call.
 
     Attributes:
+        server: the server's name.
+
+    Args:
+        message: what failed and what to do.
         server: the server's name.
     """
 

@@ -199,7 +199,12 @@ class MCPServer(abc.ABC):
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None
     ) -> types.GetPromptResult:
-        """One prompt rendered by the server with ``arguments``."""
+        """One prompt rendered by the server with ``arguments``.
+
+        Args:
+            name: the prompt's name.
+            arguments: the prompt's arguments.
+        """
         conn = await self._connection()
         return await self._request(
             conn, conn.client.get_prompt(name, arguments), f"getting prompt {name!r}"
@@ -211,7 +216,11 @@ class MCPServer(abc.ABC):
         return await self._pages(conn, lambda c: conn.client.list_resources(cursor=c), "resources")
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
-        """The contents of resource ``uri`` (text or base64 blobs, with their mime types)."""
+        """The contents of resource ``uri`` (text or base64 blobs, with their mime types).
+
+        Args:
+            uri: the resource's URI.
+        """
         conn = await self._connection()
         return await self._request(
             conn, conn.client.read_resource(uri), f"reading resource {uri!r}"

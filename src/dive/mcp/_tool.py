@@ -66,6 +66,10 @@ class MCPTool(Tool):
         server_name: the server's name.
         mcp_name: the tool's name as the server knows it.
         mcp_tool: the tool as the server listed it (the SDK's ``mcp.types.Tool``).
+
+    Args:
+        server: the server that runs the tool.
+        tool: the tool as the server listed it.
     """
 
     def __init__(self, server: MCPServer, tool: types.Tool) -> None:

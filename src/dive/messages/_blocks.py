@@ -48,7 +48,11 @@ def _check_str(value: object, path: str) -> None:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheControl:
-    """A prompt-cache breakpoint; ``ttl`` is ``"5m"`` (default) or ``"1h"``."""
+    """A prompt-cache breakpoint; ``ttl`` is ``"5m"`` (default) or ``"1h"``.
+
+    Attributes:
+        ttl: how long the cached prefix lives: ``"5m"`` (default) or ``"1h"``.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["ephemeral"] = "ephemeral"
@@ -64,7 +68,12 @@ class CacheControl:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Base64Source:
-    """Inline base64 data with its media type."""
+    """Inline base64 data with its media type.
+
+    Attributes:
+        media_type: the data's MIME type (``image/png``, ``application/pdf``, ...).
+        data: the base64-encoded bytes.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["base64"] = "base64"
@@ -74,7 +83,11 @@ class Base64Source:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UrlSource:
-    """Data the provider fetches from a URL."""
+    """Data the provider fetches from a URL.
+
+    Attributes:
+        url: where the provider fetches the data from.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["url"] = "url"
@@ -83,7 +96,11 @@ class UrlSource:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileSource:
-    """A file previously uploaded to the provider."""
+    """A file previously uploaded to the provider.
+
+    Attributes:
+        file_id: the provider's id of the uploaded file.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["file"] = "file"
@@ -92,7 +109,12 @@ class FileSource:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextSource:
-    """A plain-text document body."""
+    """A plain-text document body.
+
+    Attributes:
+        data: the document's text.
+        media_type: its MIME type (default ``text/plain``).
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["text"] = "text"
@@ -111,7 +133,13 @@ DocumentSource = Annotated[
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextBlock:
-    """Plain text, with optional opaque provider citations."""
+    """Plain text, with optional opaque provider citations.
+
+    Attributes:
+        text: the text.
+        citations: the provider's citations, opaque JSON, replayed to it as they came.
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["text"] = "text"
@@ -129,7 +157,12 @@ _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageBlock:
-    """An image: jpeg, png, gif or webp."""
+    """An image: jpeg, png, gif or webp.
+
+    Attributes:
+        source: where the image comes from (base64, URL or uploaded file).
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["image"] = "image"
@@ -148,7 +181,15 @@ class ImageBlock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentBlock:
-    """A document (PDF or text) given to the model."""
+    """A document (PDF or text) given to the model.
+
+    Attributes:
+        source: where the document comes from (base64, URL, uploaded file or text).
+        title: a title shown to the model, if any.
+        context: extra context about the document for the model, if any.
+        citations: ask the provider to cite passages of the document.
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["document"] = "document"
@@ -161,7 +202,19 @@ class DocumentBlock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
-    """A client tool call requested by the model. ``arguments`` is always a JSON object."""
+    """A client tool call requested by the model. ``arguments`` is always a JSON object.
+
+    Attributes:
+        id: the call's id; its result names it as ``tool_call_id``.
+        name: the tool's name.
+        arguments: the call's input, always a JSON object (read-only).
+        raw_arguments: the model's argument text when it was not valid JSON (``arguments`` is then
+            empty), else None.
+        signature: an opaque provider signature on the call (Gemini's thought signature), replayed
+            to that provider only.
+        provider: the provider label that produced the call (set with ``signature``).
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["tool_use"] = "tool_use"
@@ -174,9 +227,11 @@ class ToolCall:
     cache_control: CacheControl | None = None
 
     def __post_init__(self) -> None:
-        _check_str(self.id, "id")
-        _check_str(self.name, "name")
-        args = cast(object, self.arguments)
+        if type(self.id) is not str:
+            _check_str(self.id, "id")
+        if type(self.name) is not str:
+            _check_str(self.name, "name")
+        args: Any = self.arguments
         if type(args) is MappingProxyType:
             return
         if type(args) is not dict and not isinstance(args, Mapping):
@@ -190,7 +245,17 @@ _RESULT_BLOCKS = (TextBlock, ImageBlock, DocumentBlock)
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
-    """The answer to one tool call; the sole block of a ``tool`` message."""
+    """The answer to one tool call; the sole block of a ``tool`` message.
+
+    Attributes:
+        tool_call_id: the id of the call this answers.
+        name: the tool's name, if known.
+        content: what the model sees: text, image and document blocks (a string becomes one text
+            block).
+        structured: the result as JSON for programs (``ToolReturn(structured=...)``), if any.
+        is_error: the call failed; the content says how.
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["tool_result"] = "tool_result"
@@ -207,7 +272,7 @@ class ToolResult:
         given: Any = self.content
         content: tuple[object, ...]
         if type(given) is tuple:
-            content = cast("tuple[object, ...]", given)
+            content = given  # pyright: ignore[reportUnknownVariableType]
         elif isinstance(given, str):
             content = (TextBlock(text=given),)
         else:
@@ -229,7 +294,13 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingBlock:
-    """Model reasoning with its opaque signature. Never carries ``cache_control``."""
+    """Model reasoning with its opaque signature. Never carries ``cache_control``.
+
+    Attributes:
+        thinking: the reasoning text.
+        signature: the provider's opaque signature; Anthropic drops unsigned thinking.
+        provider: the provider label that produced it; it is sent back to that provider only.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["thinking"] = "thinking"
@@ -240,7 +311,12 @@ class ThinkingBlock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RedactedThinkingBlock:
-    """Encrypted reasoning, replayed verbatim to its provider."""
+    """Encrypted reasoning, replayed verbatim to its provider.
+
+    Attributes:
+        data: the encrypted reasoning, opaque.
+        provider: the provider label that produced it; it is sent back to that provider only.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["redacted_thinking"] = "redacted_thinking"
@@ -250,7 +326,15 @@ class RedactedThinkingBlock:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolCall:
-    """A tool the provider runs itself (web search, code execution…)."""
+    """A tool the provider runs itself (web search, code execution…).
+
+    Attributes:
+        id: the call's id; its result names it as ``tool_use_id``.
+        name: the server tool's name (``web_search``, ``code_execution``, ...).
+        input: the call's input, JSON (read-only).
+        provider: the provider label that ran it.
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["server_tool_use"] = "server_tool_use"
@@ -266,7 +350,15 @@ class ServerToolCall:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolResult:
-    """The result of a server tool call, opaque to dive."""
+    """The result of a server tool call, opaque to dive.
+
+    Attributes:
+        tool_use_id: the id of the server tool call this answers.
+        result_type: the provider's block type (e.g. ``web_search_tool_result``).
+        content: the result, opaque JSON.
+        provider: the provider label that produced it.
+        cache_control: a prompt-cache breakpoint after this block, or None.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["server_tool_result"] = "server_tool_result"
@@ -279,7 +371,13 @@ class ServerToolResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownBlock:
-    """A provider block dive does not model, kept verbatim (``data`` is the raw block JSON)."""
+    """A provider block dive does not model, kept verbatim (``data`` is the raw block JSON).
+
+    Attributes:
+        provider: the provider label that sent the block.
+        block_type: the provider's own type name for it.
+        data: the raw block JSON, verbatim (read-only).
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     type: Literal["unknown"] = "unknown"

@@ -62,7 +62,13 @@ VISIBILITIES: frozenset[str] = frozenset({"shared", "private"})
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderState:
-    """Opaque replay data from one provider's wire API (``data`` is JSON)."""
+    """Opaque replay data from one provider's wire API (``data`` is JSON).
+
+    Attributes:
+        provider: the provider label (``anthropic``, ``openai``, ``gcp.vertex_ai``, ...).
+        api: the wire API the data belongs to (``responses``, ``generate_content``, ...).
+        data: the replay data, opaque JSON.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     provider: str
@@ -82,6 +88,20 @@ class Message:
     """One message of a conversation.
 
     Tool calls live in assistant messages; each result lives in its own ``tool`` message.
+
+    Attributes:
+        role: ``system``, ``user``, ``assistant`` or ``tool``.
+        content: the content blocks, in order.
+        kind: ``standard``; ``compaction_summary`` and ``branch_summary`` (summaries),
+            ``command_output`` (a command the user ran) are sent as text of their role; ``custom``
+            is stored but never sent to a provider.
+        visibility: ``shared`` (every view) or ``private`` (only the owning agent's model sees it;
+            ``shared_view`` removes it at agent boundaries).
+        id: an id for the message, if any.
+        name: the author, or the tool's name on tool messages.
+        metadata: string annotations for applications, never sent to a model.
+        provider_state: replay data from the provider that produced the message, if any.
+        created_at: when the message was made (the constructors set it).
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -143,7 +163,7 @@ class Message:
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The client tool calls, in order."""
-        return tuple(b for b in self.content if isinstance(b, ToolCall))
+        return tuple([b for b in self.content if isinstance(b, ToolCall)])
 
     @property
     def tool_result(self) -> ToolResult | None:
@@ -157,28 +177,52 @@ class Message:
 
     @classmethod
     def user(cls, text: str, **kwargs: Any) -> Message:
-        """A user message holding one text block."""
+        """A user message holding one text block.
+
+        Args:
+            text: the message's text.
+            kwargs: other fields of :class:`Message`.
+        """
         return cls(role="user", content=(TextBlock(text=text),), created_at=_now(), **kwargs)
 
     @classmethod
     def system(cls, text: str, **kwargs: Any) -> Message:
-        """A system message holding one text block."""
+        """A system message holding one text block.
+
+        Args:
+            text: the system prompt's text.
+            kwargs: other fields of :class:`Message`.
+        """
         return cls(role="system", content=(TextBlock(text=text),), created_at=_now(), **kwargs)
 
     @classmethod
     def assistant(cls, *blocks: ContentBlock | str, **kwargs: Any) -> Message:
-        """An assistant message; strings become text blocks."""
+        """An assistant message; strings become text blocks.
+
+        Args:
+            blocks: content blocks; a string becomes a text block.
+            kwargs: other fields of :class:`Message`.
+        """
         content = tuple(TextBlock(text=b) if isinstance(b, str) else b for b in blocks)
         return cls(role="assistant", content=content, created_at=_now(), **kwargs)
 
     @classmethod
     def tool(cls, result: ToolResult, **kwargs: Any) -> Message:
-        """A tool message carrying one result."""
+        """A tool message carrying one result.
+
+        Args:
+            result: the tool result the message carries.
+            kwargs: other fields of :class:`Message` (``name`` defaults to the result's).
+        """
         kwargs.setdefault("name", result.name)
         return cls(role="tool", content=(result,), created_at=_now(), **kwargs)
 
     def with_(self, **changes: Any) -> Self:
-        """A copy with the given fields replaced."""
+        """A copy with the given fields replaced.
+
+        Args:
+            changes: fields to replace, by name.
+        """
         return replace(self, **changes)
 
     # --- JSON --------------------------------------------------------------------------------
@@ -193,12 +237,20 @@ class Message:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
-        """Decode and validate; raises ``MessageValidationError`` naming the field path."""
+        """Decode and validate; raises ``MessageValidationError`` naming the field path.
+
+        Args:
+            data: plain JSON data, as ``to_dict`` gives it.
+        """
         return decode(Message, data)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Message:
-        """Decode JSON text; raises ``MessageValidationError`` naming the field path."""
+        """Decode JSON text; raises ``MessageValidationError`` naming the field path.
+
+        Args:
+            text: JSON text, as ``to_json`` gives it.
+        """
         return decode(Message, text)
 
 
@@ -207,10 +259,18 @@ def _now() -> datetime:
 
 
 def messages_to_json(messages: Sequence[Message]) -> str:
-    """Encode a history as a JSON array."""
+    """Encode a history as a JSON array.
+
+    Args:
+        messages: the history, oldest first.
+    """
     return dumps(tuple(messages))
 
 
 def messages_from_json(data: str | bytes | Sequence[Any]) -> tuple[Message, ...]:
-    """Decode a history; errors name the path, e.g. ``messages[3].content[0].tool_call_id``."""
+    """Decode a history; errors name the path, e.g. ``messages[3].content[0].tool_call_id``.
+
+    Args:
+        data: JSON text of an array of messages, or the array as plain data.
+    """
     return tuple(decode(tuple[Message, ...], data, root="messages"))

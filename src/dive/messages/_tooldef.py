@@ -51,7 +51,13 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRetryPolicy:
-    """Retries for idempotent or read-only tools. ``max_attempts`` counts all attempts."""
+    """Retries for idempotent or read-only tools. ``max_attempts`` counts all attempts.
+
+    Attributes:
+        max_attempts: every attempt, the first included (at least 1).
+        backoff: seconds before the first retry; each retry doubles it.
+        max_backoff: the longest delay between attempts, in seconds.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     max_attempts: int = 3
@@ -65,13 +71,43 @@ class ToolRetryPolicy:
             raise ToolDefinitionError("retry_policy backoffs must not be negative")
 
     def delay(self, attempt: int) -> float:
-        """The base delay before retry ``attempt`` (0-based), before jitter."""
+        """The base delay before retry ``attempt`` (0-based), before jitter.
+
+        Args:
+            attempt: the retry's number, from 0.
+        """
         return min(self.backoff * (2**attempt), self.max_backoff)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinition:
-    """A tool as the model sees it, with the governance fields the runtime enforces."""
+    """A tool as the model sees it, with the governance fields the runtime enforces.
+
+    Attributes:
+        name: what the model calls: 1-64 letters, digits, ``_`` or ``-``.
+        description: what the tool does, for the model.
+        input_schema: the JSON schema of the arguments, passed to the provider losslessly.
+        terminal: a successful call ends the turn; its result is the turn's answer.
+        sequential_only: any call to it makes its batch run one call at a time.
+        halts_batch: when a call fails, the later calls of its batch are not run.
+        tags: labels for permissions, filtering and traces.
+        origin: where the tool comes from: ``local``, ``mcp:<server>``, ``subagent:<name>`` or
+            ``provider``.
+        metadata: string annotations (the permission engine reads ``dive.permission.*`` keys).
+        cache_control: a prompt-cache breakpoint after this tool's definition, or None.
+        required_permissions: permissions the agent must grant (``granted_permissions``) before a
+            call runs.
+        requires_approval: ask the approval policy before each call (the default policy suspends the
+            turn for a person).
+        risk_level: ``low``, ``medium``, ``high`` or ``critical``; None compares as ``medium``.
+        effect_type: ``read_only``, ``write`` or ``external_side_effect`` (None is treated as the
+            last); read-only calls need no reconciling.
+        idempotent: calling it twice with the same input has the effect of calling it once (lets a
+            retry policy retry it).
+        timeout: seconds a call may run; past it the call is ``unknown`` and answered with a timeout
+            text.
+        retry_policy: retries of failed calls; needs ``idempotent`` or ``read_only``.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     name: str
@@ -140,5 +176,9 @@ class ToolDefinition:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ToolDefinition:
-        """Decode and validate."""
+        """Decode and validate.
+
+        Args:
+            data: plain JSON data, as ``to_dict`` gives it.
+        """
         return decode(ToolDefinition, data)

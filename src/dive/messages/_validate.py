@@ -55,6 +55,9 @@ def _check_group(msgs: Sequence[Message], i: int, calls: tuple[ToolCall, ...]) -
 def validate_complete_turns(messages: Sequence[Message]) -> None:
     """Check that every assistant tool call is answered by exactly one following result.
 
+    Args:
+        messages: the history to check, oldest first.
+
     Raises:
         IncompleteToolTurnError: with ``.index`` and ``.reason`` of the first problem.
     """
@@ -84,6 +87,10 @@ def complete_turn_boundary(messages: Sequence[Message], preferred_start: int) ->
 
     Validates the whole history first. Moves at most one group: right, unless the group ends
     the history, in which case left to its start.
+
+    Args:
+        messages: the history, oldest first.
+        preferred_start: the index where the cut would ideally go.
     """
     validate_complete_turns(messages)
     n = len(messages)
@@ -102,7 +109,11 @@ def complete_turn_boundary(messages: Sequence[Message], preferred_start: int) ->
 
 
 def shared_view(messages: Sequence[Message]) -> list[Message]:
-    """Remove private messages; tool messages follow the visibility of their call's message."""
+    """Remove private messages; tool messages follow the visibility of their call's message.
+
+    Args:
+        messages: the history, oldest first.
+    """
     out: list[Message] = []
     owner_private = False
     for m in messages:

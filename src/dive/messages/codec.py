@@ -57,7 +57,11 @@ _UNION_FIELDS = frozenset({"source"})
 
 
 def freeze_mapping(value: Mapping[str, T]) -> Mapping[str, T]:
-    """Return a read-only view of ``value`` (``EMPTY`` when empty)."""
+    """Return a read-only view of ``value`` (``EMPTY`` when empty).
+
+    Args:
+        value: the mapping to freeze.
+    """
     if isinstance(value, MappingProxyType):
         return value
     if not value:
@@ -85,7 +89,11 @@ def field_defaults(cls: type) -> tuple[tuple[str, Any], ...]:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Convert a dive value (dataclass, tuple, mapping, datetime…) to plain JSON data."""
+    """Convert a dive value (dataclass, tuple, mapping, datetime…) to plain JSON data.
+
+    Args:
+        value: the value to convert.
+    """
     if value is None or isinstance(value, str | int | float | bool):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -113,7 +121,11 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def dumps(value: Any) -> str:
-    """Encode a dive value as compact JSON text."""
+    """Encode a dive value as compact JSON text.
+
+    Args:
+        value: the value to encode.
+    """
     return _ENCODER.encode(to_jsonable(value))
 
 
@@ -146,7 +158,13 @@ def _format_loc(root: str, loc: tuple[int | str, ...], tags: frozenset[str]) -> 
 
 
 def decode(tp: Any, data: Any, *, root: str = "") -> Any:
-    """Validate plain data (or JSON text) into ``tp``; raise ``MessageValidationError``."""
+    """Validate plain data (or JSON text) into ``tp``; raise ``MessageValidationError``.
+
+    Args:
+        tp: the type to validate into (a record class, a union, ``tuple[Message, ...]``, ...).
+        data: plain data, or JSON text.
+        root: a path prefix for error messages (``messages``, say).
+    """
     from dive.messages._blocks import BLOCK_TAGS
 
     adapter = _adapter(tp)

@@ -13,6 +13,11 @@ class PermissionConfigError(UserError):
     Attributes:
         source: the settings file (or ``code``) that held it.
         rule: the offending rule or value, when there is one.
+
+    Args:
+        message: what is wrong and how to fix it.
+        source: the settings file (or ``code``) that held it.
+        rule: the offending rule or value, if there is one.
     """
 
     def __init__(self, message: str, *, source: str, rule: str | None = None) -> None:

@@ -235,6 +235,11 @@ class PermissionPolicy:
         """A resume settled a call held at the gate: learn an "allow for this session" grant.
 
         Never raises: a grant that cannot be made is logged and skipped.
+
+        Args:
+            tool: the tool of the settled call.
+            call: the settled call.
+            approval: the answer the resume supplied.
         """
         if approval.approved and approval.for_session:
             self._grant(tool, call, None)

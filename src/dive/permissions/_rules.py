@@ -207,7 +207,11 @@ class Rule:
         return self._form == "any"
 
     def names(self, tool: str) -> bool:
-        """Whether the rule's name part matches tool name ``tool``."""
+        """Whether the rule's name part matches tool name ``tool``.
+
+        Args:
+            tool: a tool's name.
+        """
         return self._name.fullmatch(tool) is not None
 
     def _fits(self, target: Target) -> bool:
@@ -290,6 +294,10 @@ class Rule:
         ...) never matches and a write to a file needs a rule that mentions ``>``; for deny
         and ask, any of the segment's views may match (quote-removed words, the command
         behind assignments and wrappers).
+
+        Args:
+            segment: one simple command of the command line.
+            allow: the rule is an allow rule (stricter matching).
         """
         if self.bare:
             return True
@@ -306,7 +314,11 @@ class Rule:
         return any(_command_matches(self._form, spec, v) for v in views)
 
     def applies_to_command(self, target: Target) -> bool:
-        """The rule names this command tool and can read its specifier."""
+        """The rule names this command tool and can read its specifier.
+
+        Args:
+            target: what the call shows the rules.
+        """
         return self.names(target.tool.name) and (self.bare or self._fits(target))
 
 

@@ -38,7 +38,12 @@ class Segment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ShellSplit:
-    """The simple commands of a command line; ``complete`` is False when it did not parse."""
+    """The simple commands of a command line; ``complete`` is False when it did not parse.
+
+    Attributes:
+        segments: the simple commands, in order.
+        complete: the command line parsed completely.
+    """
 
     segments: tuple[Segment, ...]
     complete: bool

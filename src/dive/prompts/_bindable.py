@@ -15,7 +15,11 @@ class Bindable(Protocol):
     """Something that binds its data into a prompt (an executor's request type)."""
 
     def bind(self, prompt: Prompt) -> Prompt:
-        """Return ``prompt`` with this object's values bound (a new prompt)."""
+        """Return ``prompt`` with this object's values bound (a new prompt).
+
+        Args:
+            prompt: the prompt to bind into.
+        """
         ...
 
 
@@ -24,5 +28,9 @@ class NoBindings:
     """A ``Bindable`` with nothing to bind: ``bind`` returns the prompt as is."""
 
     def bind(self, prompt: Prompt) -> Prompt:
-        """Return ``prompt`` unchanged."""
+        """Return ``prompt`` unchanged.
+
+        Args:
+            prompt: the prompt.
+        """
         return prompt

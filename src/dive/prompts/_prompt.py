@@ -180,6 +180,10 @@ class Prompt:
         Pydantic models, also inside lists and dicts, are dumped with
         ``model_dump(mode="json")``.
 
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: JSON data, or pydantic models.
+
         Raises:
             PromptError: the name is unknown or already bound, or the value is not JSON data.
         """
@@ -192,6 +196,11 @@ class Prompt:
         Scalars are character data (``&``, ``<`` and ``>`` escaped), mappings child elements
         named by their keys, lists and tuples repeated ``<item>`` elements, ``None`` an empty
         element; pydantic models are dumped with ``model_dump(mode="json")`` first.
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: scalars, mappings, lists, tuples, None or pydantic models.
+            root: the name of the enclosing element.
 
         Raises:
             PromptError: the name is unknown or already bound, ``root`` or a key is not an
@@ -206,6 +215,10 @@ class Prompt:
 
         Pydantic models are dumped with ``model_dump(mode="json")``.
 
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            value: data with a safe YAML form, or pydantic models.
+
         Raises:
             PromptError: the name is unknown or already bound, or the value has no safe YAML
                 form.
@@ -215,6 +228,10 @@ class Prompt:
 
     def bind_unordered_list(self, name: str, items: Iterable[str]) -> Prompt:
         """Bind ``items`` as ``- item`` lines joined by newlines (no items: ``""``).
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            items: the list items, one line each.
 
         Raises:
             PromptError: the name is unknown or already bound, or an item is not a ``str`` or
@@ -226,6 +243,10 @@ class Prompt:
 
     def bind_ordered_list(self, name: str, items: Iterable[str]) -> Prompt:
         """Bind ``items`` as ``1. item`` lines joined by newlines (no items: ``""``).
+
+        Args:
+            name: the placeholder to fill (``{{name}}``).
+            items: the list items, one line each.
 
         Raises:
             PromptError: the name is unknown or already bound, or an item is not a ``str`` or

@@ -120,7 +120,14 @@ def _require(module: str, extra: str) -> None:
 
 
 def model(spec: str, **options: Any) -> Model:
-    """A model from ``"provider:model"`` (or a bare name); ``options`` go to its constructor."""
+    """A model from ``"provider:model"`` (or a bare name); ``options`` go to its constructor.
+
+    Args:
+        spec: ``"provider:model"`` (``anthropic:claude-sonnet-4-6``, ``openai:gpt-5``,
+            ``ollama:qwen3``, ...) or a bare model name whose prefix names its provider.
+        options: keyword arguments of the provider's model class (``api_key``, ``base_url``,
+            ``retry``, ``timeout``, ...).
+    """
     provider, name = _split(spec)
     if not name:
         raise UserError(f"{spec!r} names no model after the provider prefix")

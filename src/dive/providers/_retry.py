@@ -92,7 +92,13 @@ class RetryPolicy:
     connect_backoff: float = 0.2
 
     def delay(self, attempt: int, error: ProviderError) -> float:
-        """Seconds to wait before retry ``attempt`` (0-based) after ``error``."""
+        """Seconds to wait before retry ``attempt`` (0-based) after ``error``.
+
+        Args:
+            attempt: the retry's number, from 0.
+            error: the failure being retried (its ``retry_after`` is honoured up to
+                ``max_backoff``).
+        """
         if _connect_failed(error):
             base = min(self.connect_backoff * (2**attempt), self.max_backoff)
             return base + random.uniform(0, min(self.jitter, self.connect_backoff))
@@ -102,7 +108,12 @@ class RetryPolicy:
         return base + random.uniform(0, self.jitter)
 
     def should_retry(self, attempt: int, error: ProviderError) -> bool:
-        """Whether to retry after ``attempt`` failed attempts (0-based) with ``error``."""
+        """Whether to retry after ``attempt`` failed attempts (0-based) with ``error``.
+
+        Args:
+            attempt: how many retries were made already.
+            error: the latest failure (only ``retryable`` errors are retried).
+        """
         limit = self.connect_retries if _connect_failed(error) else self.max_retries
         return attempt < limit and error.retryable
 

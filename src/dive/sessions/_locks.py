@@ -22,7 +22,11 @@ _held: ContextVar[frozenset[str]] = ContextVar("dive_held_sessions", default=fro
 
 @asynccontextmanager
 async def session_lock(session_id: str) -> AsyncGenerator[None]:
-    """Hold the in-process lock of ``session_id`` (for out-of-band edits too)."""
+    """Hold the in-process lock of ``session_id`` (for out-of-band edits too).
+
+    Args:
+        session_id: the session to lock.
+    """
     if session_id in _held.get():
         raise ReentrantSessionError(
             f"a run on session {session_id!r} was started from inside a run on the same "

@@ -16,6 +16,9 @@ async def open_store(target: str | Path | None = None) -> Any:
     """A ready store: ``postgresql://…`` → PostgreSQL, anything else → an SQLite file.
 
     With no target, the SQLite file ``~/.dive/sessions.db`` (what the CLI uses).
+
+    Args:
+        target: a ``postgresql://`` DSN, an SQLite file path, or None for ``~/.dive/sessions.db``.
     """
     if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):  # noqa: ASYNC240
         from dive.sessions._postgres import PostgresSessionStore

@@ -36,6 +36,9 @@ def validate_session_id(session_id: str) -> str:
     """Return ``session_id`` or raise ``UserError`` saying what is allowed.
 
     The whole string must match: a trailing newline is refused, never trimmed.
+
+    Args:
+        session_id: the id to check.
     """
     if not isinstance(session_id, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
@@ -73,7 +76,18 @@ class SessionSnapshot:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionInfo:
-    """A row of ``list()``."""
+    """A row of ``list()``.
+
+    Attributes:
+        id: the session id.
+        title: a title, if one was set.
+        created_at: when the session's first entry was written.
+        updated_at: when it last changed.
+        turn_count: how many turn records it holds.
+        revision: its current revision.
+        suspended: its open turn is suspended (waiting for results or approvals).
+        metadata: string annotations set by the application.
+    """
 
     id: str
     title: str | None = None
@@ -90,25 +104,53 @@ class SessionStore(Protocol):
     """Durable storage of turn records, by session id."""
 
     async def load(self, id: str) -> SessionSnapshot:
-        """The session's snapshot (an empty one for an unknown id)."""
+        """The session's snapshot (an empty one for an unknown id).
+
+        Args:
+            id: the session id.
+        """
         ...
 
     async def checkpoint(self, id: str, turn: Turn, *, expected_revision: int) -> int:
-        """Replace the open turn (same id) or append ``turn``; return the new revision."""
+        """Replace the open turn (same id) or append ``turn``; return the new revision.
+
+        Args:
+            id: the session id.
+            turn: the turn record to write.
+            expected_revision: the revision the caller loaded; a different stored revision raises
+                ``RevisionConflictError`` and nothing is written.
+        """
         ...
 
     async def list(
         self, *, limit: int = 100, offset: int = 0, suspended: bool | None = None
     ) -> list[SessionInfo]:
-        """Sessions, most recently updated first."""
+        """Sessions, most recently updated first.
+
+        Args:
+            limit: at most this many sessions.
+            offset: skip this many first (for paging).
+            suspended: only suspended sessions (True), only others (False), or all (None).
+        """
         ...
 
     async def delete(self, id: str) -> None:
-        """Delete a session (idempotent)."""
+        """Delete a session (idempotent).
+
+        Args:
+            id: the session id.
+        """
         ...
 
     async def fork(self, id: str, new_id: str, *, include_open_turn: bool = False) -> int:
-        """Copy a session up to its last completed turn (optionally the open turn, closed)."""
+        """Copy a session up to its last completed turn (optionally the open turn, closed).
+
+        Args:
+            id: the session to copy.
+            new_id: the new session's id (it must be empty).
+            include_open_turn: also copy the open turn, closed (a suspended or running one is closed
+                ``canceled``).
+        """
         ...
 
     async def compact(
@@ -123,40 +165,85 @@ class SessionStore(Protocol):
 
         The history restarts at ``head + summary + tail`` (verbatim copies of kept messages;
         it must be a valid history). Refused while the open turn is suspended or running.
+
+        Args:
+            id: the session id.
+            summary: the summary message that stands for the compacted turns.
+            head: messages kept verbatim before the summary.
+            tail: messages kept verbatim after it.
         """
         ...
 
     async def remove_last_turn(self, id: str, *, expected_revision: int | None = None) -> int:
-        """Delete the last turn in any state."""
+        """Delete the last turn in any state.
+
+        Args:
+            id: the session id.
+            expected_revision: the revision the caller loaded, or None to skip the check.
+        """
         ...
 
     async def turns(self, id: str) -> list[Turn]:
-        """Every turn record, oldest first (compacted ones included)."""
+        """Every turn record, oldest first (compacted ones included).
+
+        Args:
+            id: the session id.
+        """
         ...
 
     async def total_usage(self, id: str) -> Usage:
-        """Usage summed over every turn record."""
+        """Usage summed over every turn record.
+
+        Args:
+            id: the session id.
+        """
         ...
 
     async def claim(self, id: str, owner: str, ttl: float) -> None:
-        """Take the session for ``owner`` for ``ttl`` seconds (``SessionClaimedError`` if held)."""
+        """Take the session for ``owner`` for ``ttl`` seconds (``SessionClaimedError`` if held).
+
+        Args:
+            id: the session id.
+            owner: who claims it (one id per process or worker).
+            ttl: seconds the claim lasts unless renewed.
+        """
         ...
 
     async def renew_claim(self, id: str, owner: str, ttl: float) -> None:
-        """Extend ``owner``'s claim (``SessionClaimedError`` if lost)."""
+        """Extend ``owner``'s claim (``SessionClaimedError`` if lost).
+
+        Args:
+            id: the session id.
+            owner: the claim's owner.
+            ttl: seconds from now the claim lasts.
+        """
         ...
 
     async def release_claim(self, id: str, owner: str) -> None:
-        """Release ``owner``'s claim (no error if it is not held)."""
+        """Release ``owner``'s claim (no error if it is not held).
+
+        Args:
+            id: the session id.
+            owner: the claim's owner.
+        """
         ...
 
     def session(self, id: str) -> Session:
-        """A handle bound to one session id."""
+        """A handle bound to one session id.
+
+        Args:
+            id: the session id: 1-128 characters from ``A-Z a-z 0-9 . _ : -``.
+        """
         ...
 
 
 class Session:
-    """A store bound to one session id: what ``Agent(session=...)`` takes."""
+    """A store bound to one session id: what ``Agent(session=...)`` takes.
+
+    Args:
+        store: the store that holds the session.
+        id: the session id.
+    """
 
     __slots__ = ("id", "store")
 
@@ -169,7 +256,12 @@ class Session:
         return await self.store.load(self.id)
 
     async def checkpoint(self, turn: Turn, *, expected_revision: int) -> int:
-        """See :meth:`SessionStore.checkpoint`."""
+        """See :meth:`SessionStore.checkpoint`.
+
+        Args:
+            turn: the turn record to write.
+            expected_revision: the revision the caller loaded.
+        """
         return await self.store.checkpoint(self.id, turn, expected_revision=expected_revision)
 
     async def delete(self) -> None:
@@ -177,19 +269,34 @@ class Session:
         await self.store.delete(self.id)
 
     async def fork(self, new_id: str, *, include_open_turn: bool = False) -> int:
-        """See :meth:`SessionStore.fork`."""
+        """See :meth:`SessionStore.fork`.
+
+        Args:
+            new_id: the new session's id (it must be empty).
+            include_open_turn: also copy the open turn, closed.
+        """
         return await self.store.fork(self.id, new_id, include_open_turn=include_open_turn)
 
     async def compact(
         self, summary: Message, *, head: Sequence[Message] = (), tail: Sequence[Message] = ()
     ) -> int:
-        """See :meth:`SessionStore.compact`."""
+        """See :meth:`SessionStore.compact`.
+
+        Args:
+            summary: the summary message that stands for the compacted turns.
+            head: messages kept verbatim before the summary.
+            tail: messages kept verbatim after it.
+        """
         if not head and not tail:
             return await self.store.compact(self.id, summary)
         return await self.store.compact(self.id, summary, head=head, tail=tail)
 
     async def remove_last_turn(self, *, expected_revision: int | None = None) -> int:
-        """See :meth:`SessionStore.remove_last_turn`."""
+        """See :meth:`SessionStore.remove_last_turn`.
+
+        Args:
+            expected_revision: the revision the caller loaded, or None to skip the check.
+        """
         return await self.store.remove_last_turn(self.id, expected_revision=expected_revision)
 
     async def turns(self) -> list[Turn]:
@@ -201,15 +308,29 @@ class Session:
         return await self.store.total_usage(self.id)
 
     async def claim(self, owner: str, ttl: float) -> None:
-        """See :meth:`SessionStore.claim`."""
+        """See :meth:`SessionStore.claim`.
+
+        Args:
+            owner: who claims it (one id per process or worker).
+            ttl: seconds the claim lasts unless renewed.
+        """
         await self.store.claim(self.id, owner, ttl)
 
     async def renew_claim(self, owner: str, ttl: float) -> None:
-        """See :meth:`SessionStore.renew_claim`."""
+        """See :meth:`SessionStore.renew_claim`.
+
+        Args:
+            owner: the claim's owner.
+            ttl: seconds from now the claim lasts.
+        """
         await self.store.renew_claim(self.id, owner, ttl)
 
     async def release_claim(self, owner: str) -> None:
-        """See :meth:`SessionStore.release_claim`."""
+        """See :meth:`SessionStore.release_claim`.
+
+        Args:
+            owner: the claim's owner.
+        """
         await self.store.release_claim(self.id, owner)
 
     async def messages(self) -> list[Message]:

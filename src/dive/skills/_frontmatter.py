@@ -48,7 +48,13 @@ def read_front_matter(text: str, *, source: str = "<text>") -> tuple[dict[str, A
 
 
 def list_field(value: Any, *, name: str, source: str) -> tuple[str, ...]:
-    """A list of names given as a YAML list or a comma/space separated string."""
+    """A list of names given as a YAML list or a comma/space separated string.
+
+    Args:
+        value: the front-matter value (a list, a string, or None).
+        name: the field's name, for the error message.
+        source: the file it came from, for the error message.
+    """
     if value is None:
         return ()
     if isinstance(value, str):

@@ -66,7 +66,11 @@ class _SkillInput(BaseModel):
 
 
 class SkillTool(TypedTool[_SkillInput]):
-    """``Skill(skill, arguments="")``: load a skill's instructions (see the module docstring)."""
+    """``Skill(skill, arguments="")``: load a skill's instructions (see the module docstring).
+
+    Args:
+        loader: the loader whose skills it loads.
+    """
 
     input_model = _SkillInput
     tool_name = "Skill"
@@ -102,7 +106,11 @@ class _ReadInput(BaseModel):
 
 
 class ReadSkillFile(TypedTool[_ReadInput]):
-    """``ReadSkillFile(skill, path)``: a file beside a ``SKILL.md``, confined to its folder."""
+    """``ReadSkillFile(skill, path)``: a file beside a ``SKILL.md``, confined to its folder.
+
+    Args:
+        loader: the loader whose skills' files it reads.
+    """
 
     input_model = _ReadInput
     tool_name = "ReadSkillFile"
@@ -177,7 +185,11 @@ class SkillLoader:
         return sorted(self._skills.values(), key=lambda s: s.name)
 
     def find(self, name: str) -> Skill | None:
-        """A skill by name, re-read from disk (so an edited skill is current)."""
+        """A skill by name, re-read from disk (so an edited skill is current).
+
+        Args:
+            name: the skill's name.
+        """
         skill = self._skills.get(name)
         if skill is None and self.watch:
             self._skills = self._scan()
@@ -190,7 +202,12 @@ class SkillLoader:
             return skill
 
     def content(self, skill: Skill, arguments: str) -> str:
-        """What loading ``skill`` with ``arguments`` gives the model."""
+        """What loading ``skill`` with ``arguments`` gives the model.
+
+        Args:
+            skill: the skill to load.
+            arguments: what the model passed (substituted for ``$ARGUMENTS``, ``$1``…``$9``).
+        """
         files = sorted(
             str(p.relative_to(skill.root))
             for p in skill.root.rglob("*")

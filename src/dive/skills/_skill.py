@@ -70,6 +70,9 @@ class Skill:
     def from_file(cls, path: str | Path) -> Skill:
         """Load a ``SKILL.md`` (or the folder holding one).
 
+        Args:
+            path: a ``SKILL.md`` file, or the folder holding one.
+
         Raises:
             UserError: it cannot be read, its front matter is malformed, or its name is
                 invalid.
@@ -109,7 +112,11 @@ class Skill:
         )
 
     def render(self, arguments: str = "") -> str:
-        """The instructions with ``$ARGUMENTS`` and ``$1``…``$9`` substituted."""
+        """The instructions with ``$ARGUMENTS`` and ``$1``…``$9`` substituted.
+
+        Args:
+            arguments: the arguments of the ``Skill`` call.
+        """
         return substitute(self.instructions, arguments)
 
 
@@ -127,6 +134,10 @@ def substitute(text: str, arguments: str) -> str:
 
     Text without any placeholder gets the arguments appended (``ARGUMENTS: …``) when there are
     some, so they are never lost.
+
+    Args:
+        text: the instructions with placeholders.
+        arguments: the arguments to substitute.
     """
     try:
         words = shlex.split(arguments)

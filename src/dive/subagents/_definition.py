@@ -104,6 +104,11 @@ class SubagentDefinition:
     ) -> SubagentDefinition:
         """Parse a definition file's text (see the module docstring).
 
+        Args:
+            text: the file's text: YAML front matter, then the instructions.
+            source: where it came from, for error messages.
+            name: the subagent's name when the front matter gives none.
+
         Raises:
             UserError: the front matter is malformed or misses ``description``.
         """
@@ -112,7 +117,11 @@ class SubagentDefinition:
 
     @classmethod
     def from_file(cls, path: str | Path) -> SubagentDefinition:
-        """Load a definition file; its name defaults to the file's stem."""
+        """Load a definition file; its name defaults to the file's stem.
+
+        Args:
+            path: the definition file (Markdown with front matter).
+        """
         p = Path(path).expanduser()
         try:
             text = p.read_text(encoding="utf-8")

@@ -33,7 +33,14 @@ def _snake(name: str) -> str:
 
 
 class HandoffTool(Tool):
-    """A tool that hands the conversation to ``target`` (see :func:`handoff`)."""
+    """A tool that hands the conversation to ``target`` (see :func:`handoff`).
+
+    Args:
+        target: the agent that takes the conversation over.
+        tool_name: the tool's name (default ``transfer_to_<target name>``).
+        tool_description: its description (default: names the target and its description).
+        input_filter: rewrites the history the target receives (drop tool calls, say).
+    """
 
     def __init__(
         self,

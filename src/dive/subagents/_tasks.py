@@ -34,11 +34,22 @@ class BackgroundSubagents:
         self._running: dict[str, _Running] = {}
 
     def add(self, task_id: str, token: CancelToken, subagent_type: str, description: str) -> None:
-        """Track a run that started."""
+        """Track a run that started.
+
+        Args:
+            task_id: the background task's id.
+            token: cancels the run.
+            subagent_type: the definition it runs.
+            description: the short description the model gave.
+        """
         self._running[task_id] = _Running(token, subagent_type, description)
 
     def done(self, task_id: str) -> None:
-        """Forget a run that ended."""
+        """Forget a run that ended.
+
+        Args:
+            task_id: the background task's id.
+        """
         self._running.pop(task_id, None)
 
     def running(self) -> dict[str, str]:
@@ -46,7 +57,12 @@ class BackgroundSubagents:
         return {k: f"{v.subagent_type}: {v.description}" for k, v in self._running.items()}
 
     def stop(self, task_id: str, reason: str) -> bool:
-        """Cancel a run; False when no such run is going."""
+        """Cancel a run; False when no such run is going.
+
+        Args:
+            task_id: the background task's id.
+            reason: why, recorded as the run's cancel reason.
+        """
         found = self._running.get(task_id)
         if found is None:
             return False
@@ -59,7 +75,11 @@ class _StopInput(BaseModel):
 
 
 class TaskStop(TypedTool[_StopInput]):
-    """``TaskStop(task_id)``: stop a background subagent; its partial answer still arrives."""
+    """``TaskStop(task_id)``: stop a background subagent; its partial answer still arrives.
+
+    Args:
+        tasks: the background runs it can stop.
+    """
 
     input_model = _StopInput
     tool_name = "TaskStop"

@@ -134,7 +134,12 @@ class AgentTool(TypedTool[AgentInput]):
         self.suspended = suspended or SuspendedSubagents()
 
     def build(self, parent: Any, definition: SubagentDefinition) -> Agent[Any, Any]:
-        """The subagent: the definition's tools, model and limits, the parent's policies."""
+        """The subagent: the definition's tools, model and limits, the parent's policies.
+
+        Args:
+            parent: the running agent, whose policies the subagent takes.
+            definition: the subagent to build.
+        """
         tools, toolsets = select_tools(parent, definition)
         model: Model | str = parent.model if definition.model is None else definition.model
         inherit = definition.model is None

@@ -33,8 +33,8 @@ from temporalio.exceptions import ApplicationError
 from dive.agent import Agent, InProcessRunner, ModelCall, StepRef, ToolOutcome, ToolTask
 from dive.errors import DiveError
 from dive.llm import ModelRequest, ResponseAccumulator, StreamEvent
-from dive.messages import Message, TextBlock, ToolCall, ToolResult, dumps
-from dive.messages.codec import decode
+from dive.messages import Message, TextBlock, ToolCall, ToolResult
+from dive.messages.codec import decode, dumps
 from dive.sessions import SessionStore
 from dive.temporal._names import Names
 from dive.temporal._runner import encode_outcome

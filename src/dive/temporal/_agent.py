@@ -41,9 +41,12 @@ DepsT = TypeVar("DepsT")
 
 Prompt = str | Message | Sequence[Message] | Sequence[ContentBlock]
 
-SANDBOX = SandboxRestrictions.default.with_passthrough_modules("dive")
+SANDBOX = SandboxRestrictions.default.with_passthrough_modules(
+    "dive", "jsonschema", "genai_prices", "griffe"
+)
 """The workflow sandbox: Temporal's defaults, with dive's modules passed through (imported
-once per process, not once per workflow; the loop's effects all go through the runner)."""
+once per process, not once per workflow; the loop's effects all go through the runner), and
+the libraries dive imports on first use (schema checks, prices, docstrings)."""
 
 
 def _input_json(prompt: Prompt | None) -> str | None:

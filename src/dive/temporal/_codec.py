@@ -13,8 +13,7 @@ from typing import Any
 
 from dive.agent import ToolApproval
 from dive.errors import UserError
-from dive.messages import to_jsonable
-from dive.messages.codec import decode
+from dive.messages.codec import decode, to_jsonable
 
 __all__ = ["decode_tool_results", "encode_tool_results"]
 

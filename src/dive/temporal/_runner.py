@@ -34,8 +34,8 @@ from temporalio.workflow import ActivityCancellationType
 from dive.agent import ModelCall, ToolOutcome, ToolTask
 from dive.errors import DiveError
 from dive.llm import ModelRequest, ModelResponse, ResponseAccumulator
-from dive.messages import Message, ToolDefinition, ToolResult, dumps, to_jsonable
-from dive.messages.codec import decode
+from dive.messages import Message, ToolDefinition, ToolResult
+from dive.messages.codec import decode, dumps, to_jsonable
 from dive.sessions import Session, SessionSnapshot
 from dive.temporal._names import Names
 from dive.temporal._policy import MODEL_RETRY, STORE_RETRY, tool_retry, tool_timeout

@@ -77,14 +77,27 @@ def _usage(output_chars: int, calls: int) -> Usage:
 
 
 def text(content: str, *, stop_reason: str = "end_turn", **kwargs: Any) -> ModelResponse:
-    """A response holding one text block."""
+    """A response holding one text block.
+
+    Args:
+        content: the text of the answer.
+        stop_reason: the raw stop reason (``end_turn``; ``max_tokens``, ``refusal``, ... to test
+            other endings).
+        kwargs: other :class:`~dive.llm.ModelResponse` fields (``usage``, ``model``, ...).
+    """
     kwargs.setdefault("usage", _usage(len(content), 0))
     blocks = (TextBlock(text=content),) if content else ()
     return ModelResponse(content=blocks, stop_reason=stop_reason, **kwargs)
 
 
 def call(name: str, arguments: Mapping[str, JSONValue] | None = None, *, id: str = "") -> ToolCall:
-    """A tool call block (``id`` is filled in by ``tool_use`` when empty)."""
+    """A tool call block (``id`` is filled in by ``tool_use`` when empty).
+
+    Args:
+        name: the tool to call.
+        arguments: the call's JSON arguments (default ``{}``).
+        id: the call id; empty: ``tool_use`` numbers it ``call_<n>``.
+    """
     return ToolCall(id=id, name=name, arguments=dict(arguments or {}))
 
 
@@ -97,7 +110,14 @@ def tool_use(
     stop_reason: str = "tool_use",
     **kwargs: Any,
 ) -> ModelResponse:
-    """A response with optional text followed by tool calls (ids ``call_<n>`` when empty)."""
+    """A response with optional text followed by tool calls (ids ``call_<n>`` when empty).
+
+    Args:
+        calls: the calls, as :func:`call` blocks or ``(name, arguments)`` pairs.
+        text: text the model writes before the calls, if any.
+        stop_reason: the raw stop reason (``tool_use``).
+        kwargs: other :class:`~dive.llm.ModelResponse` fields.
+    """
     blocks: list[Any] = [TextBlock(text=text)] if text else []
     for c in calls:
         tc = c if isinstance(c, ToolCall) else call(c[0], c[1])
@@ -109,7 +129,16 @@ def tool_use(
 
 
 class ScriptedModel:
-    """A :class:`~dive.llm.Model` that answers from a script."""
+    """A :class:`~dive.llm.Model` that answers from a script.
+
+    Args:
+        script: what to answer, one item per request in order: a ``ModelResponse``, a string (a text
+            answer), a :class:`Step` (a response with faults), or a callable that receives the
+            :class:`~dive.llm.ModelRequest` and returns any of those (sync or async).
+        name: the model's name (in usage, traces and pricing).
+        provider: the provider label it reports.
+        streaming: answer through ``stream`` (True) or only through ``generate``.
+    """
 
     def __init__(
         self,
@@ -144,7 +173,11 @@ class ScriptedModel:
         return len(self._script)
 
     def add(self, *items: ScriptItem) -> None:
-        """Append items to the script."""
+        """Append items to the script.
+
+        Args:
+            items: more script items, answered after the current ones.
+        """
         self._script.extend(items)
 
     def assert_consumed(self) -> None:

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal
 from typing_extensions import TypeVar
 
 from dive.llm import Usage
-from dive.messages import EMPTY, JSONValue
-from dive.messages.codec import empty
+from dive.messages import JSONValue
+from dive.messages.codec import EMPTY, empty
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:
@@ -55,11 +55,18 @@ class ToolContext(Generic[DepsT]):
     Attributes:
         deps: what the run was given as ``deps=`` (typed by ``Agent(deps_type=...)``).
         values: shared untyped values of the invocation (``run(values=...)``).
-        tool_call_id, tool_name, turn_id, session_id, agent_name: where the call runs.
+        tool_call_id: the model's id of this call.
+        tool_name: the tool's name as the model called it.
+        turn_id: the running turn's id (with ``tool_call_id``, an idempotency key).
+        session_id: the run's session id, or None when stateless.
+        agent_name: the running agent's name, if it has one.
         agent: the running agent (for tools that start agents of their own: subagents).
         attempt: the attempt number (retries of idempotent tools start again at 1).
         resumed: set when the tool is called again on resume (``Suspend(call_again=True)``):
             the answer and what the call suspended with; None on a first call.
+        cancel: the run's cancel token (``cancel_token``).
+        emit: delivers the tool's stream and progress events to the run; None drops them.
+        on_usage: receives usage the tool reports (``report_usage``); None ignores it.
     """
 
     __slots__ = (
@@ -126,6 +133,9 @@ class ToolContext(Generic[DepsT]):
         It joins the turn's usage (and its usage limits) like a model call's. Reported after
         the call moved to the background (``Background``), it goes with the late result to
         the turn that receives it.
+
+        Args:
+            usage: the usage to charge.
         """
         if self._on_usage is not None:
             self._on_usage(usage)
@@ -136,7 +146,11 @@ class ToolContext(Generic[DepsT]):
         return self._cancel is not None and self._cancel.soft_cancel_requested
 
     async def stream_output(self, text: str) -> None:
-        """Append text to this call's output stream (a ``tool_stream`` event)."""
+        """Append text to this call's output stream (a ``tool_stream`` event).
+
+        Args:
+            text: the text to append.
+        """
         if self._emit is None or self.closed:
             return
         await self._emit(ToolStreamEvent(tool_call_id=self.tool_call_id, text=text))
@@ -144,7 +158,12 @@ class ToolContext(Generic[DepsT]):
     async def report_progress(
         self, display: str, metadata: Mapping[str, JSONValue] | None = None
     ) -> None:
-        """Report progress (a ``tool_progress`` event; the latest wins)."""
+        """Report progress (a ``tool_progress`` event; the latest wins).
+
+        Args:
+            display: a short progress text for people.
+            metadata: JSON for programs (a percentage, counts, ...).
+        """
         if self._emit is None or self.closed:
             return
         await self._emit(

@@ -1,103 +1,60 @@
-"""Parameter descriptions from Google, NumPy and Sphinx docstrings."""
+"""Parameter descriptions from Google, NumPy and Sphinx docstrings, parsed by griffe.
+
+griffe (the parser the API reference uses too) detects the style; the summary is every line
+before the first section, each description is joined onto one line, the way a tool's JSON
+schema shows it, and ``x, y: ...`` describes both parameters. griffe is imported on the
+first docstring that has sections (plain prose needs no parser), so ``import dive`` and
+tools with one-line docstrings stay fast.
+"""
 
 from __future__ import annotations
 
 import inspect
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from griffe import DocstringSection
 
 __all__ = ["parse_docstring"]
 
-_GOOGLE_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
-_GOOGLE_ARG = re.compile(r"^(\s*)(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_NUMPY_SECTION = re.compile(r"^\s*(Parameters|Other Parameters)\s*$")
-_SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[\w\[\], |.]+\s+)?(\w+)\s*:\s*(.*)$")
-_ANY_SECTION = re.compile(
-    r"^\s*(Returns?|Yields?|Raises|Examples?|Notes?|Attributes|See Also|Warnings?|References)"
-    r"\s*:?\s*$"
-)
+# what may start a section in some style: ``Args:`` (Google), ``:param`` (Sphinx), a dashed
+# underline (NumPy), a doctest; a docstring with none of these is only text
+_SECTIONS = re.compile(r"(:\s*$)|(^\s*:)|(^\s*-{3,}\s*$)|(^\s*>>>)", re.MULTILINE)
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Return ``(summary, {param: description})``."""
-    if not doc:
+    if not doc or not doc.strip():
         return "", {}
-    lines = inspect.cleandoc(doc).splitlines()
-    summary_lines: list[str] = []
-    for line in lines:
-        if (
-            _GOOGLE_SECTION.match(line)
-            or _NUMPY_SECTION.match(line)
-            or _SPHINX_PARAM.match(line)
-            or _ANY_SECTION.match(line)
-            or line.strip().startswith(":")
-        ):
-            break
-        summary_lines.append(line)
-    summary = "\n".join(summary_lines).strip()
-    params = _sphinx(lines) or _google(lines) or _numpy(lines)
+    text = inspect.cleandoc(doc)
+    if _SECTIONS.search(text) is None:  # plain prose: griffe would return it as one text
+        return text.strip(), {}
+    sections = _sections(text)
+    summary = ""
+    if sections and sections[0].kind.value == "text":
+        summary = str(sections[0].value).strip()
+    params: dict[str, str] = {}
+    for section in sections:
+        if section.kind.value in ("parameters", "other parameters"):
+            for param in section.value:
+                description = " ".join(str(param.description).split())
+                for name in str(param.name).split(","):  # "x, y: ..." documents both
+                    params.setdefault(name.strip().lstrip("*"), description)
     return summary, params
 
 
-def _sphinx(lines: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    current: str | None = None
-    for line in lines:
-        m = _SPHINX_PARAM.match(line)
-        if m:
-            current = str(m.group(1))
-            out[current] = m.group(2).strip()
-        elif current and line.startswith((" ", "\t")) and line.strip():
-            out[current] += " " + line.strip()
-        else:
-            current = None
-    return out
+def _sections(text: str) -> list[DocstringSection]:
+    from griffe import Docstring, Parser, parse_auto
 
-
-def _google(lines: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    inside = False
-    indent: int | None = None
-    current: str | None = None
-    for line in lines:
-        if _GOOGLE_SECTION.match(line):
-            inside, indent, current = True, None, None
-            continue
-        if not inside:
-            continue
-        if line.strip() and not line.startswith((" ", "\t")):
-            break
-        m = _GOOGLE_ARG.match(line)
-        width = len(line) - len(line.lstrip())
-        if m and (indent is None or width == indent):
-            indent = width
-            current = str(m.group(2)).lstrip("*")
-            out[current] = m.group(3).strip()
-        elif current and line.strip():
-            out[current] = (out[current] + " " + line.strip()).strip()
-    return out
-
-
-def _numpy(lines: list[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    i = 0
-    while i < len(lines):
-        if (
-            _NUMPY_SECTION.match(lines[i])
-            and i + 1 < len(lines)
-            and set(lines[i + 1].strip()) == {"-"}
-        ):
-            i += 2
-            current: str | None = None
-            while i < len(lines):
-                line = lines[i]
-                if i + 1 < len(lines) and set(lines[i + 1].strip() or "x") == {"-"}:
-                    break
-                if line.strip() and not line.startswith((" ", "\t")):
-                    current = line.split(":")[0].strip()
-                    out[current] = ""
-                elif current and line.strip():
-                    out[current] = (out[current] + " " + line.strip()).strip()
-                i += 1
-            return out
-        i += 1
-    return out
+    return parse_auto(
+        Docstring(text),
+        default=Parser.google,
+        style_order=[Parser.sphinx, Parser.google, Parser.numpy],
+        # griffe's own warnings (missing types, unknown names) are for API docs, not schemas
+        per_style_options={
+            "google": {"warnings": False},
+            "numpy": {"warnings": False},
+            "sphinx": {"warnings": False},
+        },
+    )

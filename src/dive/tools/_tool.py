@@ -34,7 +34,20 @@ SuspendReason = Literal["input_required", "auth_required", "approval_required"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolAnnotations:
-    """Behaviour hints. ``None`` keeps MCP's "unset"; set hints fill governance fields."""
+    """Behaviour hints. ``None`` keeps MCP's "unset"; set hints fill governance fields.
+
+    Attributes:
+        title: a human-readable title.
+        read_only: the tool changes nothing (``effect_type="read_only"``).
+        destructive: the tool may delete or overwrite (``effect_type="write"``).
+        idempotent: calling it twice equals calling it once.
+        open_world: the tool reaches outside the workspace (network, other systems;
+            ``effect_type="external_side_effect"``, which wins over ``write``).
+        edit: the tool edits files (``effect_type="write"``).
+        sequential_only: any call to it makes its batch sequential.
+        halts_batch: a failed call stops the rest of its batch.
+        extra: other hints, JSON (an MCP server's own annotations, say).
+    """
 
     title: str | None = None
     read_only: bool | None = None
@@ -59,7 +72,12 @@ class ToolAnnotations:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallPreview:
-    """A summary of what a call will do, computed before it runs (for approval UIs)."""
+    """A summary of what a call will do, computed before it runs (for approval UIs).
+
+    Attributes:
+        summary: one line saying what the call will do.
+        details: more detail (a diff, the full command), if any.
+    """
 
     summary: str
     details: str | None = None
@@ -112,7 +130,12 @@ class Suspend:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Background:
-    """Returned by a tool to finish its work in a task tied to the run."""
+    """Returned by a tool to finish its work in a task tied to the run.
+
+    Attributes:
+        description: what the work is, for the result and ``background-tasks`` reminders.
+        fn: the work; its return value (a tool output) is delivered as a late result.
+    """
 
     description: str
     fn: Callable[[], Awaitable[Any]]
@@ -156,7 +179,11 @@ class Tool(abc.ABC):
         return self.definition.name
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
-        """Return ``(converted input, None)`` or ``(None, error text)``."""
+        """Return ``(converted input, None)`` or ``(None, error text)``.
+
+        Args:
+            arguments: the call's JSON arguments.
+        """
         from dive.tools._schema import validate_against_schema
 
         errors = validate_against_schema(arguments, self.definition.input_schema)
@@ -165,12 +192,21 @@ class Tool(abc.ABC):
         return arguments, None
 
     def preview(self, arguments: Mapping[str, Any]) -> ToolCallPreview | None:
-        """A preview of the call, or None."""
+        """A preview of the call, or None.
+
+        Args:
+            arguments: the call's JSON arguments.
+        """
         return None
 
     @abc.abstractmethod
     async def call(self, input: Any, ctx: ToolContext) -> ToolOutput:
-        """Run the tool on validated input."""
+        """Run the tool on validated input.
+
+        Args:
+            input: what ``validate`` returned.
+            ctx: the call's context (ids, deps, cancellation, output streaming).
+        """
 
 
 EMPTY_ARGS: Mapping[str, Any] = EMPTY

@@ -24,7 +24,11 @@ class Toolset(Protocol):
         ...
 
     async def tools(self, ctx: ToolContext) -> Sequence[Tool]:
-        """The tools available for the next model call."""
+        """The tools available for the next model call.
+
+        Args:
+            ctx: the context of the coming model call (ids, deps).
+        """
         ...
 
 
@@ -53,7 +57,13 @@ def _namespace(name: str) -> str:
 
 
 def suggest_tool_names(name: str, candidates: Iterable[str], limit: int = 3) -> tuple[str, ...]:
-    """Up to ``limit`` close names: segment-suffix match, then edit distance, then namespace."""
+    """Up to ``limit`` close names: segment-suffix match, then edit distance, then namespace.
+
+    Args:
+        name: the unknown name the model used.
+        candidates: the names of the tools available.
+        limit: at most this many suggestions.
+    """
     wanted = [s for s in _SEGMENTS.split(name.lower()) if s]
     bound = max(2, len(name) // 3)
     ranked: list[tuple[int, int, int, str]] = []

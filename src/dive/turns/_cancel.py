@@ -14,7 +14,11 @@ __all__ = ["CancelToken"]
 
 
 class CancelToken:
-    """Request that a run stop, now (``cancel``) or at the next step boundary (``soft_cancel``)."""
+    """Request that a run stop, now (``cancel``) or at the next step boundary (``soft_cancel``).
+
+    Args:
+        parent: a token whose hard cancel also cancels this one (a subagent's token, say).
+    """
 
     __slots__ = ("_event", "_parent", "_soft", "reason")
 
@@ -25,13 +29,21 @@ class CancelToken:
         self.reason: str | None = None
 
     def cancel(self, reason: str | None = None) -> None:
-        """Stop the run now; running tool tasks are cancelled."""
+        """Stop the run now; running tool tasks are cancelled.
+
+        Args:
+            reason: why, recorded as the outcome's error (default "canceled by the user").
+        """
         self.reason = reason or self.reason or "canceled by the user"
         self._soft = True
         self._waiter().set()
 
     def soft_cancel(self, reason: str | None = None) -> None:
-        """Stop at the next step boundary; running calls finish."""
+        """Stop at the next step boundary; running calls finish.
+
+        Args:
+            reason: why, recorded as the outcome's error (default "soft-canceled by the user").
+        """
         self.reason = reason or self.reason or "soft-canceled by the user"
         self._soft = True
 

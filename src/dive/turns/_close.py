@@ -84,6 +84,10 @@ def advise(reason: IncompleteReason, calls: Sequence[ToolCallRecord]) -> NextSte
     """Default advice for ``reason``, forced to ``reconcile`` by an unknown non-read-only call.
 
     A record's ``reconcile`` flag says whether its tool is not read-only.
+
+    Args:
+        reason: why the turn ended.
+        calls: the records of the batch in flight.
     """
     if any(c.state == "unknown" and c.reconcile for c in calls):
         return "reconcile"
@@ -91,7 +95,11 @@ def advise(reason: IncompleteReason, calls: Sequence[ToolCallRecord]) -> NextSte
 
 
 def outcome_note(outcome: TurnOutcome) -> Reminder:
-    """The ``turn-incomplete`` reminder for ``outcome``."""
+    """The ``turn-incomplete`` reminder for ``outcome``.
+
+    Args:
+        outcome: the outcome the note carries as its ``details``.
+    """
     text = _WHAT[outcome.reason] + (
         " Everything above this note, including every tool result, happened as shown."
         " Do not repeat completed steps or assume unfinished ones happened."
@@ -124,7 +132,11 @@ def answer(call: ToolCall, state: str, *, timeout_text: str | None = None) -> Me
 
 
 def open_group_calls(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
-    """The calls of the last tool group when some of them are unanswered, else ``()``."""
+    """The calls of the last tool group when some of them are unanswered, else ``()``.
+
+    Args:
+        messages: a turn's messages, oldest first.
+    """
     i = _open_group(messages)
     return () if i is None else messages[i].tool_calls
 
@@ -148,7 +160,14 @@ def _open_group(messages: Sequence[Message]) -> int | None:
 def answer_open_calls(
     messages: Sequence[Message], states: Mapping[str, str], *, extra: Sequence[Message] = ()
 ) -> list[Message]:
-    """``messages`` with the last tool group's missing results filled in call order."""
+    """``messages`` with the last tool group's missing results filled in call order.
+
+    Args:
+        messages: a turn's messages, oldest first.
+        states: the state of each unanswered call by id (``not_started`` or ``waiting`` read "Not
+            run", anything else "Unknown result").
+        extra: messages appended after the filled-in results (hook context, for example).
+    """
     out = list(messages)
     i = _open_group(out)
     if i is None:
@@ -176,7 +195,11 @@ def close_turn(
 ) -> list[Message]:
     """Answer every unanswered call, then append recorded reminders and the outcome note.
 
-    ``at`` is the note's timestamp (default: now).
+    Args:
+        messages: the turn's messages, oldest first.
+        outcome: how the turn ended; its note is appended last.
+        recorded_reminders: reminder messages queued while the turn ended, placed before the note.
+        at: the note's timestamp (default: now).
     """
     states = {c.id: c.state for c in outcome.tool_calls}
     closed = answer_open_calls(messages, states, extra=recorded_reminders)
@@ -185,7 +208,11 @@ def close_turn(
 
 
 def find_turn_outcome(message: Message) -> TurnOutcome | None:
-    """The outcome carried by a ``turn-incomplete`` note, or None."""
+    """The outcome carried by a ``turn-incomplete`` note, or None.
+
+    Args:
+        message: any message.
+    """
     if not is_reminder(message, "turn-incomplete"):
         return None
     details = reminder_details(message)
@@ -193,7 +220,11 @@ def find_turn_outcome(message: Message) -> TurnOutcome | None:
 
 
 def find_latest_turn_outcome(messages: Sequence[Message]) -> TurnOutcome | None:
-    """The outcome of the latest ``turn-incomplete`` note in ``messages``, or None."""
+    """The outcome of the latest ``turn-incomplete`` note in ``messages``, or None.
+
+    Args:
+        messages: a history, oldest first.
+    """
     for m in reversed(messages):
         found = find_turn_outcome(m)
         if found is not None:

@@ -17,7 +17,11 @@ __all__ = ["Completed", "Ending", "Incomplete", "ResumeRejected", "Suspended"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completed:
-    """The model finished. ``unrun`` are calls of a refusal, answered "Not run"."""
+    """The model finished. ``unrun`` are calls of a refusal, answered "Not run".
+
+    Attributes:
+        unrun: calls of a refusal, answered "Not run".
+    """
 
     kind: Literal["completed"] = "completed"
     unrun: tuple[ToolCall, ...] = ()
@@ -25,7 +29,12 @@ class Completed:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Suspended:
-    """The open tool group waits for results; ``new`` when this invocation suspended it."""
+    """The open tool group waits for results; ``new`` when this invocation suspended it.
+
+    Attributes:
+        new: True when this invocation suspended the group (False: a partial resume left it
+            waiting).
+    """
 
     kind: Literal["suspended"] = "suspended"
     new: bool
@@ -53,7 +62,11 @@ class Incomplete:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeRejected:
-    """A partial resume failed: the stored turn stays suspended; ``error`` says why."""
+    """A partial resume failed: the stored turn stays suspended; ``error`` says why.
+
+    Attributes:
+        error: why the partial resume failed.
+    """
 
     kind: Literal["resume_rejected"] = "resume_rejected"
     error: BaseException

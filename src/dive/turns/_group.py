@@ -1,7 +1,7 @@
 """``OpenGroup``: the tool calls of one response while they run.
 
 Results and hook context so far, whether a halting call failed, and which calls ended the
-turn. Only ``TurnState`` changes it (``group_result``, ``halt_group``, ``end_with``…); the
+turn. Only ``TurnState`` changes it (``settle`` writes a result with its call's state); the
 loop reads it.
 """
 
@@ -15,7 +15,11 @@ __all__ = ["OpenGroup"]
 
 
 class OpenGroup:
-    """The tool calls of one response while they run: results and hook context so far."""
+    """The tool calls of one response while they run: results and hook context so far.
+
+    Args:
+        calls: the response's tool calls, in the model's order.
+    """
 
     __slots__ = ("_context", "_ending", "_halted", "_results", "calls")
 
@@ -56,20 +60,34 @@ class OpenGroup:
         return tuple(sorted(self._ending, key=lambda i: order.get(i, len(order))))
 
     def add_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result (``TurnState.group_result``)."""
+        """Record a call's result (``TurnState.settle``).
+
+        Args:
+            call_id: the call answered.
+            result: its result.
+        """
         self._results[call_id] = result
 
     def add_context(self, call_id: str, text: str) -> None:
-        """Add hook context for a call, after a newline (``TurnState.group_context``)."""
+        """Add hook context for a call, after a newline (``TurnState.group_context``).
+
+        Args:
+            call_id: the call the context follows.
+            text: the hook's ``additional_context``.
+        """
         prev = self._context.get(call_id)
         self._context[call_id] = f"{prev}\n{text}" if prev else text
 
     def halt(self) -> None:
-        """A halting call failed (``TurnState.halt_group``)."""
+        """A halting call failed (``TurnState.settle``)."""
         self._halted = True
 
     def end_with(self, call_id: str) -> None:
-        """A call succeeded in ending the turn (``TurnState.end_with``)."""
+        """A call succeeded in ending the turn (``TurnState.settle``).
+
+        Args:
+            call_id: the call that ended the turn.
+        """
         if call_id not in self._ending:
             self._ending.append(call_id)
 

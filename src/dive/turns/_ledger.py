@@ -204,19 +204,36 @@ class CallLedger:
         return self._executed
 
     def phase(self, call_id: str) -> Phase:
-        """The internal phase of ``call_id``."""
+        """The internal phase of ``call_id``.
+
+        Args:
+            call_id: an announced call's id.
+        """
         return self._entry(call_id).phase
 
     def state(self, call_id: str) -> CallState:
-        """The recorded state of ``call_id``."""
-        return PHASE_STATE[self._entry(call_id).phase]
+        """The recorded state of ``call_id``.
+
+        Args:
+            call_id: an announced call's id.
+        """
+        entry = self._entries.get(call_id)
+        return PHASE_STATE[(entry or self._entry(call_id)).phase]
 
     def pending(self, call_id: str) -> PendingToolCall | None:
-        """The pending call of a held or suspended call."""
+        """The pending call of a held or suspended call.
+
+        Args:
+            call_id: an announced call's id.
+        """
         return self._entry(call_id).pending
 
     def records(self, ids: Iterable[str] | None = None) -> tuple[ToolCallRecord, ...]:
-        """Records of ``ids`` (every call of the turn when None), in announcement order."""
+        """Records of ``ids`` (every call of the turn when None), in announcement order.
+
+        Args:
+            ids: the calls to report; None: every call of the turn.
+        """
         if ids is None:
             return tuple(e.build() for e in self._entries.values())
         return tuple(self._entries[i].build() for i in ids if i in self._entries)
@@ -230,7 +247,13 @@ class CallLedger:
     # --- transitions --------------------------------------------------------------------------
 
     def announce(self, call: ToolCall, definition: ToolDefinition | None) -> None:
-        """Record a call of an accepted response as ``not_started``."""
+        """Record a call of an accepted response as ``not_started``.
+
+        Args:
+            call: the model's tool call.
+            definition: its tool's definition (governance fields copied into the record), or None
+                for an unknown tool.
+        """
         if call.id in self._entries:
             raise LedgerError(f"tool call {call.id!r} was announced twice in one turn")
         entry = _Entry(call.id, call.name, "not_started")
@@ -239,8 +262,14 @@ class CallLedger:
         self._entries[call.id] = entry
 
     def apply(self, call_id: str, transition: Transition, *, error: str | None = None) -> Phase:
-        """Apply ``transition`` to ``call_id``; raises ``LedgerError`` if the table forbids it."""
-        entry = self._entry(call_id)
+        """Apply ``transition`` to ``call_id``; raises ``LedgerError`` if the table forbids it.
+
+        Args:
+            call_id: an announced call's id.
+            transition: the named transition (``TRANSITIONS`` lists the allowed ones).
+            error: the call's error text, kept on its record.
+        """
+        entry = self._entries.get(call_id) or self._entry(call_id)
         to = TRANSITIONS[transition].get(entry.phase)
         if to is None:
             raise LedgerError(
@@ -262,40 +291,80 @@ class CallLedger:
         return to
 
     def begin(self, call_id: str) -> None:
-        """The call is about to start (recorded ``running`` from the next checkpoint on)."""
+        """The call is about to start (recorded ``running`` from the next checkpoint on).
+
+        Args:
+            call_id: the call about to start.
+        """
         self.apply(call_id, "begin")
 
     def abort_start(self, call_id: str) -> None:
-        """The call will not start after all (its tool was never invoked)."""
+        """The call will not start after all (its tool was never invoked).
+
+        Args:
+            call_id: the call that will not start.
+        """
         self.apply(call_id, "abort_start")
 
     def start(self, call_id: str) -> None:
-        """The tool is invoked now."""
+        """The tool is invoked now.
+
+        Args:
+            call_id: the call whose tool is invoked.
+        """
         self.apply(call_id, "start")
 
     def finish(self, call_id: str, *, error: str | None = None, timed_out: bool = False) -> None:
-        """The call produced its own result (``unknown`` when it timed out)."""
+        """The call produced its own result (``unknown`` when it timed out).
+
+        Args:
+            call_id: the call that returned.
+            error: its error text, if its result is an error.
+            timed_out: it hit its tool timeout, so its outcome is ``unknown``.
+        """
         self.apply(call_id, "time_out" if timed_out else "finish", error=error)
 
     def reject(self, call_id: str, *, error: str | None = None) -> None:
-        """The call is answered without running (denied, unknown tool, invalid input, ...)."""
+        """The call is answered without running (denied, unknown tool, invalid input, ...).
+
+        Args:
+            call_id: the call answered without running.
+            error: why, kept on its record.
+        """
         self.apply(call_id, "reject", error=error)
 
     def hold(self, call_id: str, pending: PendingToolCall) -> None:
-        """Hold an unstarted call (approval gate) or a started one that suspended."""
+        """Hold an unstarted call (approval gate) or a started one that suspended.
+
+        Args:
+            call_id: the call to hold.
+            pending: what the suspension reports about it.
+        """
         self.apply(call_id, "suspend" if pending.started else "hold")
         self._entries[call_id].pending = pending
 
     def release(self, call_id: str) -> None:
-        """A held call was approved: it is ``not_started`` again and runs next."""
+        """A held call was approved: it is ``not_started`` again and runs next.
+
+        Args:
+            call_id: the approved call.
+        """
         self.apply(call_id, "release")
 
     def supply(self, call_id: str) -> None:
-        """An external result answers a held or suspended call."""
+        """An external result answers a held or suspended call.
+
+        Args:
+            call_id: the call answered from outside.
+        """
         self.apply(call_id, "supply")
 
     def recall(self, call_id: str) -> None:
-        """A suspended call is invoked again with the answer it waited for."""
+        """A suspended call is invoked again with the answer it waited for.
+
+        Args:
+            call_id: the suspended call to invoke again.
+        """
         self.apply(call_id, "recall")
 
     def note_approval(
@@ -310,7 +379,13 @@ class CallLedger:
     ) -> None:
         """Add an approval-gate decision to the call's audit log (its state is unchanged).
 
-        ``at`` is when it was decided (default: now).
+        Args:
+            call_id: the call decided about.
+            decision: ``allow``, ``deny`` or ``ask``.
+            decided_by: who decided (``rule``, ``mode``, ``hook``, ``policy``, ``resume``, ...).
+            rule: the rule that decided, if any.
+            message: the denial text or the prompt of an ask, if any.
+            at: when it was decided (default: now).
         """
         entry = self._entry(call_id)
         entry.approvals += (
@@ -325,7 +400,11 @@ class CallLedger:
         entry.record = None
 
     def close(self, ids: Iterable[str] | None = None) -> None:
-        """Settle calls that have no result: started ones ``unknown``, the rest not started."""
+        """Settle calls that have no result: started ones ``unknown``, the rest not started.
+
+        Args:
+            ids: the calls to settle; None: every call of the turn.
+        """
         for call_id in list(self._entries) if ids is None else ids:
             self.apply(call_id, "close")
 
@@ -344,6 +423,13 @@ class CallLedger:
 
         A ``waiting`` record is ``suspended`` when its pending call had started, else
         ``held``; a ``running`` record is ``running`` (its tool may have been invoked).
+
+        Args:
+            records: the stored turn's call records.
+            suspension: its suspension, if suspended (tells held calls from suspended ones).
+            executed: how many calls had run (the per-turn tool call count).
+            definition_of: finds a tool's definition by name, to refresh the governance fields; None
+                keeps the stored ones.
         """
         ledger = cls()
         pending = {p.id: p for p in suspension.pending_tool_calls} if suspension else {}

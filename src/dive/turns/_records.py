@@ -110,6 +110,20 @@ class ToolCallRecord:
     ``approvals`` is the call's audit log: every decision the approval gate made about it, in
     order (an ``ask`` then the ``resume`` that settled it, for example). Calls that passed the
     default policy without a decision have none.
+
+    Attributes:
+        id: the model's tool call id.
+        name: the tool's name as the model called it.
+        state: ``not_started``, ``running`` (records only), ``waiting``, ``completed`` or
+            ``unknown`` (started, result not recorded).
+        reconcile: an ``unknown`` call whose tool is not read-only: check whether it took
+            effect before repeating it.
+        error: the call's error text, if it failed or was refused.
+        origin: where the tool came from (``mcp:<server>``, a toolset), if known.
+        tags: the tool's tags.
+        effect: the tool's effect type (``read_only``, ``write``, ...), if declared.
+        risk: the tool's risk level, if declared.
+        approvals: the approval gate's decisions about the call, in order.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -127,7 +141,19 @@ class ToolCallRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnOutcome:
-    """How an incomplete turn ended and what to do next."""
+    """How an incomplete turn ended and what to do next.
+
+    Attributes:
+        reason: why the turn ended (``canceled``, ``deadline``, ``provider_error``, ...; the
+            turn contract lists each with its meaning).
+        next: the advised next step: ``input`` (send new input), ``continue`` (run with
+            ``continue_turn=True``) or ``reconcile`` (check calls of unknown outcome first).
+        error: the error text, for reasons that have one (an ``on_incomplete_turn`` hook may
+            rewrite it, e.g. to redact).
+        hook: the hook point whose ``HookAbort`` ended the turn (``hook_abort``).
+        usage_unknown: the stream died before its usage frame, so usage is incomplete.
+        tool_calls: every call of the batch in flight when the turn ended.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     reason: IncompleteReason
@@ -163,7 +189,19 @@ class TurnOrigin:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PendingToolCall:
-    """A call waiting for an external result or approval."""
+    """A call waiting for an external result or approval.
+
+    Attributes:
+        id: the tool call id to answer in ``run(tool_results={id: ...})``.
+        name: the tool's name.
+        input: the call's raw JSON input (``input_as(Model)`` validates it).
+        prompt: what the tool (or the approval gate) asks the person.
+        reason: ``input_required``, ``auth_required`` or ``approval_required`` (held at the
+            approval gate).
+        metadata: the tool's ``Suspend`` metadata, JSON.
+        halts_batch: the call's tool halts its batch on failure.
+        started: False when the call is held at the approval gate and has not run.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     id: str
@@ -179,13 +217,39 @@ class PendingToolCall:
     rather than taking the supplied value as the call's result."""
 
     def input_as(self, model: type[Any]) -> Any:
-        """The call's input validated as a pydantic model."""
+        """The call's input validated as a pydantic model.
+
+        Args:
+            model: the pydantic model class to validate ``input`` with.
+        """
         return model.model_validate(dict(self.input))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SuspensionState:
-    """Everything needed to resume a suspended turn, JSON round-trippable."""
+    """Everything needed to resume a suspended turn, JSON round-trippable.
+
+    A stateless caller keeps it (``to_json``) and passes it back as ``run(suspension=...)``;
+    a session stores it in the turn record.
+
+    Attributes:
+        turn_id: the suspended turn's id.
+        pending_tool_calls: the calls waiting for a result or an approval.
+        completed_tool_calls: ids of the calls of the batch that already have results.
+        turn_messages: the turn's messages so far (input, responses, partial results).
+        batch_halted: a halting call failed, so the rest of the batch is not run.
+        ending_calls: ids of calls that end the turn when answered (terminal tools).
+        usage: the turn's usage so far.
+        origin: what started the turn.
+        accepted: results already accepted on a partial resume, by call id.
+        context: hook ``additional_context`` text waiting to follow the results, by call id.
+        model_calls: model calls made so far in the turn.
+        executed_tool_calls: tool calls run so far in the turn.
+        iterations: loop iterations so far.
+        budget_start: the ``model_calls`` count at which the current budget began (a
+            continuation grants a fresh one).
+        tool_calls: the record of every call in the turn.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     turn_id: str
@@ -210,13 +274,39 @@ class SuspensionState:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SuspensionState:
-        """Decode and validate."""
+        """Decode and validate.
+
+        Args:
+            text: JSON text from :meth:`to_json`.
+        """
         return decode(SuspensionState, text)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
-    """The record of one turn."""
+    """The record of one turn.
+
+    Attributes:
+        schema: the record format's version (a newer one than this dive reads is refused).
+        id: ``"turn_"`` + 32 hex digits, stable across suspend and resume.
+        status: ``running``, ``completed``, ``suspended`` or ``incomplete``.
+        revision: the session revision the record was written at.
+        origin: what started the turn.
+        messages: the turn's closed messages (a resumed or continued turn holds all of it).
+        tool_calls: the record of every call in the turn.
+        usage: the turn's usage, never None.
+        outcome: how the turn ended (incomplete turns only).
+        suspension: what resuming needs (suspended turns only).
+        persistence: ``none``, ``saved``, ``failed`` or ``unknown``: whether the record
+            reached the session.
+        superseded: new input started another turn after this incomplete or suspended one.
+        created_at: when the turn began.
+        finished_at: when it ended.
+        model_calls: model calls made in the turn.
+        executed_tool_calls: tool calls run in the turn.
+        iterations: loop iterations of the turn.
+        budget_start: the ``model_calls`` count at which the current budget began.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
     schema: _RecordSchema = SCHEMA_VERSION
@@ -248,5 +338,9 @@ class Turn:
 
     @classmethod
     def from_json(cls, text: str | bytes | Mapping[str, Any]) -> Turn:
-        """Decode and validate; raises ``MessageValidationError`` naming the field path."""
+        """Decode and validate; raises ``MessageValidationError`` naming the field path.
+
+        Args:
+            text: JSON text, or the plain data of :meth:`to_dict`.
+        """
         return decode(Turn, text if isinstance(text, str | bytes) else dict(text))

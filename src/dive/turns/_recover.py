@@ -69,7 +69,13 @@ def close_stored_turn(
 ) -> Turn:
     """Close a stored open turn as incomplete ``reason`` without running anything.
 
-    ``at`` is when it is closed (default: now).
+    Args:
+        turn: the stored open turn (running, suspended or incomplete).
+        reason: the incomplete reason to record.
+        read_only: says whether a tool, by name, is read-only (an ``unknown`` call of a read-only
+            tool needs no reconciling); None trusts each record's stored effect type.
+        error: the outcome's error text.
+        at: when it is closed (default: now).
     """
     at = at or datetime.now(UTC)
     suspension = turn.suspension
@@ -102,21 +108,35 @@ def close_stored_turn(
 def recover_running_turn(
     turn: Turn, read_only: Callable[[str], bool] | None = None, *, at: datetime | None = None
 ) -> Turn:
-    """Close a turn the process left ``running`` as ``process_exit`` (``at``: default now)."""
+    """Close a turn the process left ``running`` as ``process_exit``.
+
+    Args:
+        turn: the stored ``running`` turn.
+        read_only: says whether a tool, by name, is read-only; None trusts the stored effect type.
+        at: when it is closed (default: now).
+    """
     return close_stored_turn(
         turn, "process_exit", read_only, error="the process running this turn exited", at=at
     )
 
 
 def close_for_fork(turn: Turn) -> Turn:
-    """A fork's copy of an open turn: incomplete as is; suspended or running closed canceled."""
+    """A fork's copy of an open turn: incomplete as is; suspended or running closed canceled.
+
+    Args:
+        turn: the open turn being copied.
+    """
     if turn.status == "incomplete":
         return turn
     return close_stored_turn(turn, "canceled", error="closed by a fork")
 
 
 def suspended_records(state: SuspensionState) -> tuple[ToolCallRecord, ...]:
-    """Call records of a suspension (derived from its group when it carries none)."""
+    """Call records of a suspension (derived from its group when it carries none).
+
+    Args:
+        state: a suspension.
+    """
     if state.tool_calls:
         return state.tool_calls
     calls = _group_calls(state.turn_messages)
@@ -142,7 +162,11 @@ def _group_calls(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
 def split_suspended(
     messages: Sequence[Message],
 ) -> tuple[list[Message], tuple[ToolCall, ...], dict[str, ToolResult]]:
-    """The messages up to the suspended group's call message, its calls and its results."""
+    """The messages up to the suspended group's call message, its calls and its results.
+
+    Args:
+        messages: a suspended turn's messages.
+    """
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if m.role == "assistant" and m.tool_calls:
@@ -154,7 +178,11 @@ def split_suspended(
 
 
 def turn_from_suspension(state: SuspensionState) -> Turn:
-    """The suspended ``Turn`` a stateless ``SuspensionState`` stands for."""
+    """The suspended ``Turn`` a stateless ``SuspensionState`` stands for.
+
+    Args:
+        state: the suspension a stateless caller kept.
+    """
     return Turn(
         id=state.turn_id,
         status="suspended",

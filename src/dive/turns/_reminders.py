@@ -42,7 +42,14 @@ _DETAILS = "dive.reminder.details"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reminder:
-    """A named note for the model; ``details`` are stored, never rendered."""
+    """A named note for the model; ``details`` are stored, never rendered.
+
+    Attributes:
+        name: lowercase letters, digits and ``-``, starting with a letter; lookups use it.
+        content: the text the model sees inside the ``<system-reminder>`` tag.
+        tier: ``contextual`` (about the conversation) or ``operator`` (from the application).
+        details: JSON kept with the reminder for programs, never shown to the model.
+    """
 
     name: str
     content: str
@@ -64,7 +71,12 @@ class Reminder:
 
 
 def reminder_message(reminder: Reminder, *, at: datetime | None = None) -> Message:
-    """The user-role message that carries ``reminder``, created ``at`` (default: now)."""
+    """The user-role message that carries ``reminder``.
+
+    Args:
+        reminder: the reminder to carry.
+        at: when the message is created (default: now).
+    """
     meta = {_KEY: reminder.name, _TIER: reminder.tier}
     if reminder.details is not None:
         meta[_DETAILS] = json.dumps(reminder.details, separators=(",", ":"), sort_keys=True)
@@ -77,7 +89,12 @@ def reminder_message(reminder: Reminder, *, at: datetime | None = None) -> Messa
 
 
 def is_reminder(message: Message, name: str | None = None) -> bool:
-    """True if ``message`` carries a reminder (named ``name`` when given)."""
+    """True if ``message`` carries a reminder (named ``name`` when given).
+
+    Args:
+        message: any message.
+        name: only a reminder of this name counts; None: any reminder.
+    """
     found = message.metadata.get(_KEY)
     return found is not None and (name is None or found == name)
 
@@ -97,7 +114,12 @@ def _decode(message: Message) -> Reminder:
 
 
 def find_reminder(messages: Sequence[Message], name: str) -> Reminder | None:
-    """The first reminder named ``name``, or None."""
+    """The first reminder named ``name``, or None.
+
+    Args:
+        messages: a history, oldest first.
+        name: the reminder's name.
+    """
     for m in messages:
         if is_reminder(m, name):
             return _decode(m)
@@ -105,7 +127,12 @@ def find_reminder(messages: Sequence[Message], name: str) -> Reminder | None:
 
 
 def find_latest_reminder(messages: Sequence[Message], name: str) -> Reminder | None:
-    """The last reminder named ``name``, or None."""
+    """The last reminder named ``name``, or None.
+
+    Args:
+        messages: a history, oldest first.
+        name: the reminder's name.
+    """
     for m in reversed(messages):
         if is_reminder(m, name):
             return _decode(m)
@@ -113,17 +140,30 @@ def find_latest_reminder(messages: Sequence[Message], name: str) -> Reminder | N
 
 
 def strip_reminders(messages: Sequence[Message]) -> list[Message]:
-    """The messages without any reminder message."""
+    """The messages without any reminder message.
+
+    Args:
+        messages: a history.
+    """
     return [m for m in messages if not is_reminder(m)]
 
 
 def remove_reminder(messages: Sequence[Message], name: str) -> list[Message]:
-    """The messages without reminders named ``name``."""
+    """The messages without reminders named ``name``.
+
+    Args:
+        messages: a history.
+        name: the reminder's name.
+    """
     return [m for m in messages if not is_reminder(m, name)]
 
 
 def reminder_details(message: Message) -> Mapping[str, JSONValue] | None:
-    """The decoded details of a reminder message, if it has any object details."""
+    """The decoded details of a reminder message, if it has any object details.
+
+    Args:
+        message: a reminder message.
+    """
     raw = message.metadata.get(_DETAILS)
     if raw is None:
         return None

@@ -25,7 +25,7 @@ from dive.messages import (
     ToolResult,
 )
 from dive.turns._group import OpenGroup
-from dive.turns._ledger import CallLedger
+from dive.turns._ledger import CallLedger, Transition
 from dive.turns._records import (
     SuspensionState,
     Turn,
@@ -44,7 +44,23 @@ def _utc_now() -> datetime:
 
 
 class TurnState:
-    """The state of one turn; see the module docstring."""
+    """The state of one turn; see the module docstring.
+
+    Args:
+        turn_id: the turn's id.
+        origin: what started the turn.
+        history: the messages before the turn (the working set starts as a copy).
+        system_prompt: the rendered system prompt.
+        ledger: the call ledger of a reopened turn; None: a new, empty one.
+        prior_usage: usage of the turn before this invocation (a resumed or continued turn).
+        model_calls: model calls the turn already made.
+        iterations: loop iterations the turn already ran.
+        budget_start: the ``model_calls`` count at which the current budget began.
+        revision: the session revision the turn was loaded at.
+        created_at: when the turn began; None: now.
+        accepted: results a resume already accepted, by call id.
+        clock: gives the current time (the runner's clock) for what the turn adds.
+    """
 
     __slots__ = (
         "_accepted",
@@ -133,7 +149,17 @@ class TurnState:
         definition_of: Callable[[str], ToolDefinition | None] | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> TurnState:
-        """The state of a stored suspended turn: its record, and the suspended group reopened."""
+        """The state of a stored suspended turn: its record, and the suspended group reopened.
+
+        Args:
+            stored: the stored suspended turn.
+            history: the messages before the turn.
+            system_prompt: the rendered system prompt.
+            revision: the session revision the turn was loaded at.
+            definition_of: finds a tool's definition by name (refreshes the records' governance
+                fields); None keeps the stored ones.
+            clock: gives the current time (the runner's clock) for what the turn adds.
+        """
         s = stored.suspension
         if s is None:
             raise ValueError(f"turn {stored.id} is not suspended")
@@ -213,7 +239,11 @@ class TurnState:
         return self._system_prompt
 
     def set_system_prompt(self, text: str) -> None:
-        """Replace the system prompt (``pre_generation`` / ``pre_iteration`` hooks)."""
+        """Replace the system prompt (``pre_generation`` / ``pre_iteration`` hooks).
+
+        Args:
+            text: the new system prompt.
+        """
         self._system_prompt = text
 
     def render_system_prompt(self, prompt: str) -> None:
@@ -222,6 +252,9 @@ class TurnState:
         Unchanged text changes nothing (the cache prefix holds). When hooks edited the
         prompt around the previous rendering, only that rendering is replaced; when they
         rewrote it entirely, their text stays.
+
+        Args:
+            prompt: the instructions as just rendered.
         """
         last = self._rendered_prompt
         if prompt == last:
@@ -233,17 +266,30 @@ class TurnState:
         self._rendered_prompt = prompt
 
     def add(self, message: Message) -> None:
-        """Append a message to the record and the working set."""
+        """Append a message to the record and the working set.
+
+        Args:
+            message: the message to append.
+        """
         self._record.append(message)
         self._working.append(message)
 
     def add_model_only(self, message: Message) -> None:
-        """Append a message the model sees during this invocation but that is not saved."""
+        """Append a message the model sees during this invocation but that is not saved.
+
+        Args:
+            message: the message to show the model.
+        """
         self._model_only.append(message)
         self._working.append(message)
 
     def seed(self, messages: Sequence[Message], *, persist: bool) -> None:
-        """``session_start`` messages: recorded with the turn, or for the model only."""
+        """``session_start`` messages: recorded with the turn, or for the model only.
+
+        Args:
+            messages: what the ``session_start`` hook returned.
+            persist: record them with the turn (True) or show them to the model only.
+        """
         for m in messages:
             if persist:
                 self.add(m)
@@ -251,7 +297,11 @@ class TurnState:
                 self._working.append(m)
 
     def replace_working(self, messages: Sequence[Message]) -> None:
-        """Replace the model-facing working set (a hook's rewrite; the record is kept)."""
+        """Replace the model-facing working set (a hook's rewrite; the record is kept).
+
+        Args:
+            messages: the new working set; it must be a valid history.
+        """
         self._working = list(messages)
 
     def reappend_model_only(self) -> None:
@@ -261,7 +311,12 @@ class TurnState:
     def add_response(
         self, message: Message, definition_of: Callable[[str], ToolDefinition | None]
     ) -> tuple[ToolCall, ...]:
-        """Record an assistant message and announce every call it makes; return the calls."""
+        """Record an assistant message and announce every call it makes; return the calls.
+
+        Args:
+            message: the model's assistant message.
+            definition_of: finds a tool's definition by name (None for an unknown tool).
+        """
         if message.content:
             self.add(message)
         calls = message.tool_calls
@@ -293,7 +348,11 @@ class TurnState:
             self.add(m)
 
     def close_record(self, messages: Sequence[Message]) -> None:
-        """Replace the record with its closed form (the ending only)."""
+        """Replace the record with its closed form (the ending only).
+
+        Args:
+            messages: the closed messages (every call answered, the outcome note last).
+        """
         self._record = list(messages)
 
     # --- the tool group in flight ------------------------------------------------------------
@@ -304,28 +363,51 @@ class TurnState:
         return self._group
 
     def open_group(self, group: OpenGroup) -> None:
-        """Start running the calls of a response (or resume a suspended group)."""
+        """Start running the calls of a response (or resume a suspended group).
+
+        Args:
+            group: the calls to run, with any results already recorded.
+        """
         self._group = group
 
-    def group_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result in the open group."""
-        assert self._group is not None
-        self._group.add_result(call_id, result)
+    def settle(
+        self,
+        call_id: str,
+        result: ToolResult,
+        how: Transition,
+        *,
+        error: str | None = None,
+        halt: bool = False,
+        end: bool = False,
+    ) -> None:
+        """Answer a call of the open group: its result and its state, written together.
+
+        Args:
+            call_id: the call answered.
+            result: its result.
+            how: the ledger transition (``finish``, ``time_out``, ``reject``, ``supply``).
+            error: the call's error text, kept on its record.
+            halt: a halting call failed, so the group's later halting calls do not run.
+            end: the call's success ends the turn once the group is done.
+        """
+        group = self._group
+        assert group is not None, "no tool group is open"
+        group.add_result(call_id, result)
+        self._ledger.apply(call_id, how, error=error)
+        if halt:
+            group.halt()
+        if end:
+            group.end_with(call_id)
 
     def group_context(self, call_id: str, text: str) -> None:
-        """Add hook context for a call (joined to earlier context with a newline)."""
+        """Add hook context for a call (joined to earlier context with a newline).
+
+        Args:
+            call_id: the call the context follows.
+            text: the hook's ``additional_context``.
+        """
         assert self._group is not None
         self._group.add_context(call_id, text)
-
-    def halt_group(self) -> None:
-        """A halting call failed: later halting calls of the group are not run."""
-        assert self._group is not None
-        self._group.halt()
-
-    def end_with(self, call_id: str) -> None:
-        """A call of the open group succeeded in ending the turn (a terminal result)."""
-        assert self._group is not None
-        self._group.end_with(call_id)
 
     def close_group(self) -> OpenGroup | None:
         """Record the open group's results (call order, context after) and clear it."""
@@ -357,6 +439,11 @@ class TurnState:
         """Model calls counted against ``max_model_calls_per_turn`` (since a fresh budget)."""
         return self._model_calls - self._budget_start
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(revision, iterations)``: where the turn stands, in one read."""
+        return self._revision, self._iterations
+
     def count_iteration(self) -> None:
         """A model call was made."""
         self._iterations += 1
@@ -385,7 +472,11 @@ class TurnState:
         return self._usage_unknown
 
     def add_usage(self, usage: Usage) -> None:
-        """Add one model call's usage."""
+        """Add one model call's usage.
+
+        Args:
+            usage: the call's usage.
+        """
         self._usage = self._usage + usage
         if not usage.known:
             self._usage_unknown = True
@@ -396,11 +487,19 @@ class TurnState:
         return self._last_response
 
     def stream_started(self, accumulator: ResponseAccumulator) -> None:
-        """A model call began; its accumulator holds what has arrived."""
+        """A model call began; its accumulator holds what has arrived.
+
+        Args:
+            accumulator: collects the call's stream events.
+        """
         self._stream = accumulator
 
     def response_arrived(self, response: ModelResponse) -> None:
-        """The model call finished with ``response``."""
+        """The model call finished with ``response``.
+
+        Args:
+            response: the finished response.
+        """
         self._stream = None
         self._last_response = response
 
@@ -427,7 +526,11 @@ class TurnState:
         return self._output_failures
 
     def set_output(self, value: Any) -> None:
-        """Accept the output."""
+        """Accept the output.
+
+        Args:
+            value: the validated output (``result.output``).
+        """
         self._output = value
         self._has_output = True
 
@@ -439,7 +542,12 @@ class TurnState:
     # --- reminders -----------------------------------------------------------------------------
 
     def queue_reminders(self, items: Sequence[tuple[Reminder, bool]]) -> None:
-        """Queue reminders (``recorded`` flag) for the next iteration boundary."""
+        """Queue reminders (``recorded`` flag) for the next iteration boundary.
+
+        Args:
+            items: each reminder with its ``recorded`` flag (True: saved with the turn; False: shown
+                to the model only).
+        """
         self._queued.extend(items)
 
     def flush_reminders(self) -> None:
@@ -471,7 +579,11 @@ class TurnState:
         return self._revision
 
     def saved(self, revision: int) -> None:
-        """A write landed at ``revision``."""
+        """A write landed at ``revision``.
+
+        Args:
+            revision: the session revision the write produced.
+        """
         self._revision = revision
 
     @property
@@ -480,7 +592,11 @@ class TurnState:
         return self._accepted
 
     def accept(self, accepted: Mapping[str, JSONValue]) -> None:
-        """Remember the results a resume accepted."""
+        """Remember the results a resume accepted.
+
+        Args:
+            accepted: the accepted results by call id (JSON).
+        """
         self._accepted = dict(accepted)
 
     # --- records -------------------------------------------------------------------------------
@@ -499,7 +615,13 @@ class TurnState:
         outcome: TurnOutcome | None = None,
         suspension: SuspensionState | None = None,
     ) -> Turn:
-        """The record of the turn as it ends."""
+        """The record of the turn as it ends.
+
+        Args:
+            status: the turn's final status.
+            outcome: how it ended (incomplete turns).
+            suspension: what resuming needs (suspended turns).
+        """
         return self._turn(
             status,
             tuple(self._record),

@@ -16,7 +16,11 @@ __all__ = ["TurnView"]
 
 
 class TurnView:
-    """A turn as a hook sees it: id, status, messages, calls, usage, counts and outcome."""
+    """A turn as a hook sees it: id, status, messages, calls, usage, counts and outcome.
+
+    Args:
+        outcome_writable: let a hook replace ``outcome`` (``on_incomplete_turn`` only).
+    """
 
     __slots__ = (
         "_id",

@@ -138,7 +138,15 @@ class Wait:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reconcile:
-    """A call recorded ``unknown`` in a session whose latest outcome says ``reconcile``."""
+    """A call recorded ``unknown`` in a session whose latest outcome says ``reconcile``.
+
+    Attributes:
+        session_id: the session.
+        turn_id: the turn the call belongs to.
+        record: the call's record (``unknown``: it may have taken effect).
+        reason: why the turn ended (the outcome's reason).
+        since: when the turn ended, if recorded.
+    """
 
     session_id: str
     turn_id: str
@@ -166,7 +174,12 @@ def _waits(session_id: str, snap: SessionSnapshot) -> list[Wait]:
 
 
 async def pending_waits(store: SessionStore, *, session_id: str | None = None) -> list[Wait]:
-    """Every pending call of every suspended session (or of ``session_id``), oldest first."""
+    """Every pending call of every suspended session (or of ``session_id``), oldest first.
+
+    Args:
+        store: the session store to scan.
+        session_id: only this session's waits; None: every suspended session's.
+    """
     if session_id is not None:
         return _waits(session_id, await store.load(session_id))
     out: list[Wait] = []
@@ -177,7 +190,11 @@ async def pending_waits(store: SessionStore, *, session_id: str | None = None) -
 
 
 async def needs_reconcile(store: SessionStore) -> list[Reconcile]:
-    """Calls recorded ``unknown`` where the session's latest outcome advises ``reconcile``."""
+    """Calls recorded ``unknown`` where the session's latest outcome advises ``reconcile``.
+
+    Args:
+        store: the session store to scan.
+    """
     out: list[Reconcile] = []
     for info in await store.list(limit=_SCAN):
         snap = await store.load(info.id)
@@ -296,7 +313,11 @@ async def record_decision(
 
 
 def recorded_decisions(turn: Turn | None) -> dict[str, Decision]:
-    """The decisions recorded for a suspended turn's pending calls, as ``tool_results``."""
+    """The decisions recorded for a suspended turn's pending calls, as ``tool_results``.
+
+    Args:
+        turn: the suspended turn (None gives no decisions).
+    """
     if turn is None or turn.suspension is None:
         return {}
     out: dict[str, Decision] = {}

@@ -68,7 +68,16 @@ def place_markers(
     ttl: str = "5m",
     first_block: bool = False,
 ) -> int:
-    """Mark the candidates in place (the dicts are the outgoing request's); return the total."""
+    """Mark the candidates in place (the dicts are the outgoing request's); return the total.
+
+    Args:
+        tools: the request's tool definitions, as sent.
+        system: the request's system blocks, as sent.
+        messages: the request's messages, as sent.
+        ttl: the markers' lifetime, ``"5m"`` or ``"1h"``.
+        first_block: also mark the first block of the first user message while it is the newest
+            (``ModelSettings.cache_first_user_block``).
+    """
     used = count_markers(tools, system, messages)
     candidates: list[Json | None] = [
         tools[-1] if tools else None,

@@ -23,7 +23,21 @@ _FULL = ("low", "medium", "high", "xhigh", "max")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Capabilities:
-    """Per-family request rules."""
+    """Per-family request rules.
+
+    Attributes:
+        family: the family's label (in warnings and errors).
+        max_output_tokens: the largest ``max_tokens`` the family accepts.
+        default_max_tokens: ``max_tokens`` when the settings give none.
+        thinking: the family can think (extended thinking).
+        adaptive_only: thinking is adaptive only (a budget is refused).
+        effort: the family takes an ``effort`` setting.
+        efforts: the effort levels it accepts.
+        temperature: the family accepts ``temperature``.
+        known: the model name matched a row of the table (False: conservative defaults).
+        clamp: effort levels the family lacks, mapped to the level sent instead (``xhigh`` →
+            ``high``).
+    """
 
     family: str
     max_output_tokens: int = 8192
@@ -78,7 +92,11 @@ def model_family(model: str) -> str:
 
 @cache
 def capabilities_for(model: str) -> Capabilities:
-    """The capabilities of ``model``; unknown ids get conservative ones (``known=False``)."""
+    """The capabilities of ``model``; unknown ids get conservative ones (``known=False``).
+
+    Args:
+        model: the model id (``claude-sonnet-4-6``, ...).
+    """
     family = model_family(model)
     for pattern, caps in _TABLE:
         if re.fullmatch(pattern, family):

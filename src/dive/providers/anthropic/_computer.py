@@ -19,7 +19,15 @@ __all__ = ["ComputerUse"]
 
 
 class ComputerUse(Tool):
-    """Anthropic computer use: sends the provider tool, dispatches calls to ``executor``."""
+    """Anthropic computer use: sends the provider tool, dispatches calls to ``executor``.
+
+    Args:
+        executor: the tool that performs the actions; it must be named ``computer``.
+        display_width_px: the screen's width in pixels.
+        display_height_px: the screen's height in pixels.
+        display_number: the X11 display number, if any.
+        version: the provider tool's version (``computer_20250124``).
+    """
 
     def __init__(
         self,

@@ -59,7 +59,20 @@ def _label_of(client: Any) -> str:
 
 
 class AnthropicModel:
-    """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``."""
+    """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``.
+
+    Args:
+        model: the model id (``claude-sonnet-4-6``, ...); its family decides which settings are
+            sent.
+        client: a ready ``anthropic.AsyncAnthropic`` (then ``api_key``, ``base_url`` and ``timeout``
+            are not used).
+        api_key: the API key (default: ``ANTHROPIC_API_KEY``).
+        base_url: another endpoint (a proxy, a gateway, a local simulator).
+        retry: the retry policy (default ``RetryPolicy()``); the SDK's own retries are off.
+        streaming: stream responses or not.
+        pricing: prices that replace the ``genai-prices`` ones.
+        timeout: seconds for one request (the SDK's default when None).
+    """
 
     def __init__(
         self,

@@ -5,7 +5,11 @@ Install with ``pip install 'dive-agents[google]'``.
 
 import importlib.util
 
-if importlib.util.find_spec("google.genai") is None:  # pragma: no cover - depends on the install
+try:
+    _genai = importlib.util.find_spec("google.genai")
+except ModuleNotFoundError:  # no ``google`` namespace at all
+    _genai = None
+if _genai is None:  # pragma: no cover - depends on the install
     from dive.errors import MissingExtraError
 
     raise MissingExtraError(

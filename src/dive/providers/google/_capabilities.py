@@ -137,7 +137,11 @@ _UNKNOWN = GeminiCapabilities(family="unknown", thinking="unknown", known=False)
 
 @cache
 def capabilities_for(model: str) -> GeminiCapabilities:
-    """The capabilities of ``model``; an unknown name gets pass-through rules and a warning."""
+    """The capabilities of ``model``; an unknown name gets pass-through rules and a warning.
+
+    Args:
+        model: the model id (``gemini-2.5-flash``, ...).
+    """
     name = model.lower().rsplit("/", 1)[-1]
     for pattern, caps in _TABLE:
         if re.match(pattern, name):

@@ -102,7 +102,13 @@ def _messages(system: str, history: Sequence[Message], role: str) -> list[Json]:
 
 
 def chat_request(request: ModelRequest, model: str, *, system_role: str = "system") -> Json:
-    """Keyword arguments for ``client.chat.completions.create`` (without ``stream``)."""
+    """Keyword arguments for ``client.chat.completions.create`` (without ``stream``).
+
+    Args:
+        request: the provider-neutral request.
+        model: the model id.
+        system_role: the role the system prompt is sent with (``system`` or ``developer``).
+    """
     s = request.settings
     kwargs: Json = {
         "model": model,

@@ -36,7 +36,22 @@ def _dump(obj: Any) -> dict[str, Any]:
 
 
 class _OpenAIBase:
-    """Client construction, pricing and the shared call plumbing."""
+    """Client construction, pricing and the shared call plumbing.
+
+    Args:
+        model: the model id (``gpt-5``, ``gpt-4.1``, or a compatible server's name).
+        client: a ready ``openai.AsyncOpenAI`` (then ``api_key``, ``base_url`` and ``timeout`` are
+            not used).
+        api_key: the API key (default: the ``key_env`` variable).
+        base_url: another endpoint (a compatible server, a proxy, a local simulator).
+        provider: the provider label (``openai``, ``ollama``, ``groq``, ...), in usage, traces and
+            errors.
+        key_env: the environment variable that holds the key (``OPENAI_API_KEY``).
+        retry: the retry policy (default ``RetryPolicy()``); the SDK's own retries are off.
+        streaming: stream responses or not.
+        pricing: prices that replace the ``genai-prices`` ones.
+        timeout: seconds for one request (the SDK's default when None).
+    """
 
     api = ""
 
@@ -167,7 +182,15 @@ class _ChatEvents:
 
 
 class OpenAIChatModel(_OpenAIBase):
-    """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``)."""
+    """A model through Chat Completions (OpenAI, or any compatible server via ``base_url``).
+
+    Args:
+        model: the model id.
+        system_role: the role the system prompt is sent with: ``system``, or ``developer`` for
+            servers that want it.
+        kwargs: the other arguments of the OpenAI models (``client``, ``api_key``, ``base_url``,
+            ``provider``, ``key_env``, ``retry``, ``streaming``, ``pricing``, ``timeout``).
+    """
 
     api = "chat_completions"
 

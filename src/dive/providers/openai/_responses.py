@@ -119,7 +119,12 @@ def _input(history: Sequence[Message]) -> list[Json]:
 
 
 def responses_request(request: ModelRequest, model: str) -> Json:
-    """Keyword arguments for ``client.responses.create`` (without ``stream``)."""
+    """Keyword arguments for ``client.responses.create`` (without ``stream``).
+
+    Args:
+        request: the provider-neutral request.
+        model: the model id.
+    """
     s = request.settings
     kwargs: Json = {
         "model": model,

@@ -62,6 +62,10 @@ class SimClock:
 
     Manual by default: time stands still until :meth:`advance` moves it, so TTL tests are
     deterministic. With ``realtime=True`` it also follows the monotonic clock.
+
+    Args:
+        start: the time it starts at, in seconds.
+        realtime: also follow the monotonic clock, not only :meth:`advance`.
     """
 
     def __init__(self, start: float = 0.0, *, realtime: bool = False) -> None:
@@ -77,7 +81,11 @@ class SimClock:
             return self._offset + elapsed
 
     def advance(self, seconds: float) -> None:
-        """Move the clock forward."""
+        """Move the clock forward.
+
+        Args:
+            seconds: how far to move it (not negative).
+        """
         if seconds < 0:
             raise ValueError("a clock only moves forward")
         with self._lock:

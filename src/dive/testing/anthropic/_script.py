@@ -103,6 +103,12 @@ class SimStreamError:
 
     A non-streaming request gets the matching HTTP error status instead (529 for
     ``overloaded_error``).
+
+    Attributes:
+        after_events: events of ``reply`` sent before the error (pings not counted).
+        error_type: the error event's ``error.type`` (``overloaded_error``, ``api_error``, ...).
+        message: its ``error.message``; None: a plausible default.
+        reply: the reply whose first events are sent; None: a short text reply.
     """
 
     after_events: int = 1
@@ -116,6 +122,10 @@ class SimCut:
     """The connection drops after ``after_events`` events of ``reply`` (no ``message_stop``).
 
     A non-streaming request gets its headers and half of its body, then the drop.
+
+    Attributes:
+        after_events: events of ``reply`` sent before the connection drops.
+        reply: the reply whose first events are sent; None: a short text reply.
     """
 
     after_events: int = 1
@@ -124,7 +134,12 @@ class SimCut:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimMalformed:
-    """Invalid JSON: the body of a non-streaming response, or the data of event N+1 of a stream."""
+    """Invalid JSON: the body of a non-streaming response, or the data of event N+1 of a stream.
+
+    Attributes:
+        after_events: events of ``reply`` sent before the invalid one (0: the first is invalid).
+        reply: the reply whose first events are sent; None: a short text reply.
+    """
 
     after_events: int = 0
     reply: SimReply | None = None
@@ -135,14 +150,25 @@ ScriptItem = Reply | Callable[[dict[str, Any]], Reply]
 
 
 def text_block(text: str, **extra: Any) -> dict[str, Any]:
-    """A text block."""
+    """A text block.
+
+    Args:
+        text: the block's text.
+        extra: other keys of the block (``citations``, ``cache_control``, ...).
+    """
     return {"type": "text", "text": text, **extra}
 
 
 def tool_use_block(
     name: str, input: Mapping[str, Any] | None = None, *, id: str | None = None
 ) -> dict[str, Any]:
-    """A ``tool_use`` block (``id`` generated when the response is served if None)."""
+    """A ``tool_use`` block (``id`` generated when the response is served if None).
+
+    Args:
+        name: the tool to call.
+        input: its JSON input (default ``{}``).
+        id: the call id; None: one is generated when the reply is served.
+    """
     block: dict[str, Any] = {"type": "tool_use", "name": name, "input": dict(input or {})}
     if id is not None:
         block["id"] = id
@@ -152,14 +178,25 @@ def tool_use_block(
 def server_tool_use_block(
     name: str, input: Mapping[str, Any] | None = None, *, id: str | None = None
 ) -> dict[str, Any]:
-    """A ``server_tool_use`` block (e.g. ``web_search``)."""
+    """A ``server_tool_use`` block (e.g. ``web_search``).
+
+    Args:
+        name: the server tool (``web_search``, ``code_execution``, ...).
+        input: its JSON input (default ``{}``).
+        id: the call id; None: one is generated when the reply is served.
+    """
     block = tool_use_block(name, input, id=id)
     block["type"] = "server_tool_use"
     return block
 
 
 def thinking_block(thinking: str, *, signature: str | None = None) -> dict[str, Any]:
-    """A thinking block; the simulator signs it when ``signature`` is None."""
+    """A thinking block; the simulator signs it when ``signature`` is None.
+
+    Args:
+        thinking: the reasoning text.
+        signature: its signature; None: the simulator signs it and remembers the text.
+    """
     block: dict[str, Any] = {"type": "thinking", "thinking": thinking}
     if signature is not None:
         block["signature"] = signature
@@ -167,7 +204,11 @@ def thinking_block(thinking: str, *, signature: str | None = None) -> dict[str, 
 
 
 def redacted_thinking_block(data: str) -> dict[str, Any]:
-    """A redacted thinking block."""
+    """A redacted thinking block.
+
+    Args:
+        data: the opaque encrypted reasoning.
+    """
     return {"type": "redacted_thinking", "data": data}
 
 
@@ -179,7 +220,16 @@ def reply(
     stop_details: Mapping[str, Any] | None = None,
     usage: Mapping[str, Any] | None = None,
 ) -> SimReply:
-    """A reply of several blocks (stop reason ``tool_use`` by default when any is a tool use)."""
+    """A reply of several blocks (stop reason ``tool_use`` by default when any is a tool use).
+
+    Args:
+        blocks: the content blocks, as Anthropic JSON (the ``*_block`` helpers make them).
+        stop_reason: the stop reason; None: ``tool_use`` when a block is a tool use, else
+            ``end_turn``.
+        stop_sequence: the stop sequence, with ``stop_reason="stop_sequence"``.
+        stop_details: the stop details (a refusal's category, say).
+        usage: keys that replace the computed usage.
+    """
     content = [dict(b) for b in blocks]
     if stop_reason is None:
         stop_reason = (
@@ -195,12 +245,24 @@ def reply(
 
 
 def text(text: str, *, stop_reason: str = "end_turn", **options: Any) -> SimReply:
-    """A reply holding one text block (``options`` are other :class:`SimReply` fields)."""
+    """A reply holding one text block (``options`` are other :class:`SimReply` fields).
+
+    Args:
+        text: the reply's text.
+        stop_reason: the stop reason (``end_turn``).
+        options: other :class:`SimReply` fields (``usage``, ``delay``, ...).
+    """
     return SimReply(content=[text_block(text)], stop_reason=stop_reason, **options)
 
 
 def tool_use(name: str, input: Mapping[str, Any] | None = None, id: str | None = None) -> SimReply:
-    """A reply calling one tool (``stop_reason="tool_use"``)."""
+    """A reply calling one tool (``stop_reason="tool_use"``).
+
+    Args:
+        name: the tool to call.
+        input: its JSON input (default ``{}``).
+        id: the call id; None: one is generated.
+    """
     return SimReply(content=[tool_use_block(name, input, id=id)], stop_reason="tool_use")
 
 

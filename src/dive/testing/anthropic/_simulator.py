@@ -165,7 +165,11 @@ class AnthropicSimulator(SimulatorBase):
     # -- the script -------------------------------------------------------------------------
 
     def add(self, *items: ScriptItem) -> None:
-        """Append replies, faults or callables to the script."""
+        """Append replies, faults or callables to the script.
+
+        Args:
+            items: replies (:class:`SimReply`, strings), faults or callables, answered in order.
+        """
         self._script.add(items)
 
     text = staticmethod(_script.text)
@@ -179,7 +183,11 @@ class AnthropicSimulator(SimulatorBase):
             return [r for r in self.requests if r.path.split("?", 1)[0] == MESSAGES_PATH]
 
     def issued_thinking(self, signature: str) -> str | None:
-        """The thinking text issued with a signature (None if this simulator never issued it)."""
+        """The thinking text issued with a signature (None if this simulator never issued it).
+
+        Args:
+            signature: a thinking block's signature.
+        """
         return self._issuer.issued_thinking(signature)
 
     # -- request handling -------------------------------------------------------------------
@@ -334,6 +342,13 @@ def simulator(
         def sim():
             with simulator() as s:
                 yield s
+
+    Args:
+        min_cacheable_tokens: per-model minimum cacheable prefix, by model id or family.
+        strict_roles: reject consecutive same-role messages and a leading assistant message.
+        clock: the cache's clock (default: a manual :class:`SimClock` at 0).
+        fallback: the reply used when the script is empty (default: a 500 saying so).
+        assert_consumed: on a clean exit, check that every scripted reply was requested.
     """
     sim = AnthropicSimulator(
         min_cacheable_tokens=min_cacheable_tokens,

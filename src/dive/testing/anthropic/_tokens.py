@@ -37,7 +37,11 @@ def strip_cache_control(block: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def block_tokens(block: Mapping[str, Any]) -> int:
-    """Simulated tokens of one block (≥ 1)."""
+    """Simulated tokens of one block (≥ 1).
+
+    Args:
+        block: a content block as Anthropic JSON.
+    """
     size = len(canonical(strip_cache_control(block)))
     return max(1, -(-size // BYTES_PER_TOKEN))
 

@@ -84,6 +84,9 @@ def signature_bytes(value: str) -> bytes:
 
     Base64 in either alphabet (standard or URL-safe), padding optional; a value that is not
     base64 stands for its own UTF-8 bytes.
+
+    Args:
+        value: a ``thoughtSignature`` as sent.
     """
     normalized = value.strip().replace("-", "+").replace("_", "/")
     normalized += "=" * (-len(normalized) % 4)

@@ -154,6 +154,12 @@ class SimStreamError:
     The error chunk is ``data: {"error": {"code", "message", "status"}}``, which the SDK raises
     as ``ClientError`` / ``ServerError`` while iterating. A non-streaming request gets the HTTP
     error status instead.
+
+    Attributes:
+        after_chunks: chunks of ``reply`` sent before the error chunk.
+        status: the HTTP status the error stands for (503, 429, 500, ...).
+        message: the error's message; None: a plausible default.
+        reply: the reply whose first chunks are sent; None: a short text reply.
     """
 
     after_chunks: int = 1
@@ -167,6 +173,10 @@ class SimCut:
     """The connection drops after ``after_chunks`` chunks of ``reply`` (no final chunk).
 
     A non-streaming request gets its headers and half of its body, then the drop.
+
+    Attributes:
+        after_chunks: chunks of ``reply`` sent before the connection drops.
+        reply: the reply whose first chunks are sent; None: a short text reply.
     """
 
     after_chunks: int = 1
@@ -175,7 +185,12 @@ class SimCut:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimMalformed:
-    """Invalid JSON: half the body of a non-streaming response, or the data of chunk N+1."""
+    """Invalid JSON: half the body of a non-streaming response, or the data of chunk N+1.
+
+    Attributes:
+        after_chunks: chunks of ``reply`` sent before the invalid one (0: the first is invalid).
+        reply: the reply whose first chunks are sent; None: a short text reply.
+    """
 
     after_chunks: int = 0
     reply: SimReply | None = None
@@ -194,14 +209,26 @@ def _signed(part: dict[str, Any], signature: str | None, unsigned: bool) -> dict
 
 
 def text_part(text: str, signature: str | None = None, *, unsigned: bool = False) -> dict[str, Any]:
-    """A text part (``signature``: served as is; ``unsigned``: never signed)."""
+    """A text part (``signature``: served as is; ``unsigned``: never signed).
+
+    Args:
+        text: the part's text.
+        signature: a ``thoughtSignature`` to serve as is; None: the simulator decides.
+        unsigned: never sign this part.
+    """
     return _signed({"text": text}, signature, unsigned)
 
 
 def thought_part(
     text: str, signature: str | None = None, *, unsigned: bool = False
 ) -> dict[str, Any]:
-    """A thought (summary) part: ``{"text": …, "thought": true}``."""
+    """A thought (summary) part: ``{"text": …, "thought": true}``.
+
+    Args:
+        text: the thought summary's text.
+        signature: a ``thoughtSignature`` to serve as is; None: the simulator decides.
+        unsigned: never sign this part.
+    """
     return _signed({"text": text, "thought": True}, signature, unsigned)
 
 
@@ -213,7 +240,15 @@ def function_call_part(
     signature: str | None = None,
     unsigned: bool = False,
 ) -> dict[str, Any]:
-    """A ``functionCall`` part (with ``id`` only when one is given, as the API often omits it)."""
+    """A ``functionCall`` part (with ``id`` only when one is given, as the API often omits it).
+
+    Args:
+        name: the function to call.
+        args: its JSON arguments (default ``{}``).
+        id: the call id; None: no id, as the API often sends.
+        signature: a ``thoughtSignature`` to serve as is; None: the simulator decides.
+        unsigned: never sign this part.
+    """
     call: dict[str, Any] = {"name": name, "args": dict(args or {})}
     if id is not None:
         call["id"] = id
@@ -227,7 +262,15 @@ def reply(
     usage: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> SimReply:
-    """A reply of several parts (``options`` are other :class:`SimReply` fields)."""
+    """A reply of several parts (``options`` are other :class:`SimReply` fields).
+
+    Args:
+        parts: the candidate's parts (the ``*_part`` helpers make them).
+        finish_reason: the candidate's ``finishReason`` (``STOP``, ``MAX_TOKENS``, ``SAFETY``, ...).
+        finish_message: the candidate's ``finishMessage``, if any.
+        usage: keys that replace the computed ``usageMetadata``.
+        options: other :class:`SimReply` fields.
+    """
     return SimReply(
         parts=[dict(p) for p in parts],
         finish_reason=finish_reason,
@@ -249,7 +292,14 @@ def _lead(thought: str | None, text: str | None) -> list[dict[str, Any]]:
 def text(
     text: str, *, thought: str | None = None, finish_reason: str = "STOP", **options: Any
 ) -> SimReply:
-    """A text reply, after a thought part when ``thought`` is given."""
+    """A text reply, after a thought part when ``thought`` is given.
+
+    Args:
+        text: the reply's text.
+        thought: a thought summary sent before it, if any.
+        finish_reason: the ``finishReason`` (``STOP``).
+        options: other :class:`SimReply` fields.
+    """
     return reply(*_lead(thought, None), text_part(text), finish_reason=finish_reason, **options)
 
 
@@ -262,7 +312,16 @@ def function_call(
     text: str | None = None,
     **options: Any,
 ) -> SimReply:
-    """A reply calling one function (``finishReason: STOP``, as the API reports calls)."""
+    """A reply calling one function (``finishReason: STOP``, as the API reports calls).
+
+    Args:
+        name: the function to call.
+        args: its JSON arguments (default ``{}``).
+        id: the call id, if the reply should carry one.
+        thought: a thought summary sent before the call, if any.
+        text: text sent before the call, if any.
+        options: other :class:`SimReply` fields.
+    """
     call = function_call_part(name, args, id=id)
     return reply(*_lead(thought, text), call, **options)
 
@@ -273,7 +332,14 @@ def function_calls(
     text: str | None = None,
     **options: Any,
 ) -> SimReply:
-    """A reply of parallel calls: parts from :func:`function_call_part` or ``(name, args)``."""
+    """A reply of parallel calls: parts from :func:`function_call_part` or ``(name, args)``.
+
+    Args:
+        calls: the calls, as :func:`function_call_part` parts or ``(name, args)`` pairs.
+        thought: a thought summary sent before the calls, if any.
+        text: text sent before the calls, if any.
+        options: other :class:`SimReply` fields.
+    """
     parts = [function_call_part(c[0], c[1]) if isinstance(c, tuple) else dict(c) for c in calls]
     return reply(*_lead(thought, text), *parts, **options)
 
@@ -284,7 +350,13 @@ def blocked(
     *,
     usage: Mapping[str, Any] | None = None,
 ) -> SimBlocked:
-    """A blocked prompt."""
+    """A blocked prompt.
+
+    Args:
+        block_reason: the ``promptFeedback.blockReason`` (``SAFETY``, ``OTHER``, ...).
+        message: the ``blockReasonMessage``, if any.
+        usage: keys that replace the computed ``usageMetadata``.
+    """
     return SimBlocked(block_reason=block_reason, message=message, usage=usage)
 
 

@@ -178,7 +178,11 @@ class GeminiSimulator(SimulatorBase):
     # -- the script -------------------------------------------------------------------------
 
     def add(self, *items: ScriptItem) -> None:
-        """Append replies, faults or callables to the script."""
+        """Append replies, faults or callables to the script.
+
+        Args:
+            items: replies (:class:`SimReply`, strings), faults or callables, answered in order.
+        """
         self._script.add(items)
 
     text = staticmethod(_script.text)
@@ -194,7 +198,11 @@ class GeminiSimulator(SimulatorBase):
             return [r for r in self.requests if r.route is not None]
 
     def issued_signature(self, signature: str) -> bool:
-        """Whether this simulator served ``signature`` (either base64 alphabet)."""
+        """Whether this simulator served ``signature`` (either base64 alphabet).
+
+        Args:
+            signature: a ``thoughtSignature`` as a client sent it back.
+        """
         return self._issuer.issued(signature)
 
     # -- request handling -------------------------------------------------------------------
@@ -328,6 +336,11 @@ def simulator(
         def sim():
             with simulator(assert_consumed=True) as s:
                 yield s
+
+    Args:
+        check_signatures: enforce the thought-signature rules on requests.
+        fallback: the reply used when the script is empty (default: a 500 saying so).
+        assert_consumed: on a clean exit, check that every scripted reply was requested.
     """
     sim = GeminiSimulator(check_signatures=check_signatures, fallback=fallback)
     with sim:

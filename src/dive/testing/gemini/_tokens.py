@@ -32,7 +32,11 @@ def bytes_tokens(size: int) -> int:
 
 
 def part_tokens(part: Mapping[str, Any]) -> int:
-    """Simulated tokens of one part (≥ 1)."""
+    """Simulated tokens of one part (≥ 1).
+
+    Args:
+        part: a content part as Gemini JSON.
+    """
     text = part.get("text")
     if isinstance(text, str):
         return bytes_tokens(len(text.encode()))
@@ -51,7 +55,11 @@ def _parts(content: object) -> Iterable[Mapping[str, Any]]:
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
-    """Simulated prompt tokens of a ``generateContent`` request body."""
+    """Simulated prompt tokens of a ``generateContent`` request body.
+
+    Args:
+        body: the request body as JSON.
+    """
     total = sum(part_tokens(p) for p in _parts(body.get("systemInstruction")))
     contents = body.get("contents")
     if isinstance(contents, list):

@@ -68,7 +68,11 @@ _EMPTY_ARRAY = (
 
 
 def is_reasoning_model(model: str) -> bool:
-    """Whether ``model`` is a reasoning model (``o1``, ``o3-mini``, ``o4-mini``, ``gpt-5*``)."""
+    """Whether ``model`` is a reasoning model (``o1``, ``o3-mini``, ``o4-mini``, ``gpt-5*``).
+
+    Args:
+        model: the model name of a request.
+    """
     return bool(_REASONING_MODEL.match(model))
 
 

@@ -212,6 +212,13 @@ class SimStreamError:
     ``message`` and ``param`` at the top level (as documented) and the same fields nested under
     ``error`` (as the live API sends them, which makes the SDK raise). A non-streaming request
     gets the matching HTTP error (see :func:`~dive.testing.openai._errors.status_for_code`).
+
+    Attributes:
+        after_events: events of ``reply`` sent before the error.
+        code: the error's ``code`` (``server_error``, ``rate_limit_exceeded``, ...), or None.
+        type: the error's ``type``.
+        message: the error's message; None: a plausible default.
+        reply: the reply whose first events are sent; None: a short text reply.
     """
 
     after_events: int = 1
@@ -226,6 +233,10 @@ class SimCut:
     """The connection drops after ``after_events`` events of ``reply``.
 
     A non-streaming request gets its headers and half of its body, then the drop.
+
+    Attributes:
+        after_events: events of ``reply`` sent before the connection drops.
+        reply: the reply whose first events are sent; None: a short text reply.
     """
 
     after_events: int = 1
@@ -234,7 +245,12 @@ class SimCut:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SimMalformed:
-    """Invalid JSON: the body of a non-streaming response, or the data of event N+1 of a stream."""
+    """Invalid JSON: the body of a non-streaming response, or the data of event N+1 of a stream.
+
+    Attributes:
+        after_events: events of ``reply`` sent before the invalid one (0: the first is invalid).
+        reply: the reply whose first events are sent; None: a short text reply.
+    """
 
     after_events: int = 0
     reply: SimReply | None = None
@@ -249,6 +265,10 @@ class SimTruncated:
     it further (None: every event before the end).
 
     A non-streaming request is answered like :class:`SimCut` (sim choice).
+
+    Attributes:
+        after_events: at most this many events; None: every event before the end.
+        reply: the reply whose events are sent; None: a short text reply.
     """
 
     after_events: int | None = None
@@ -266,7 +286,14 @@ def call(
     call_id: str | None = None,
     id: str | None = None,
 ) -> ToolCall:
-    """A function call (ids generated when served if None)."""
+    """A function call (ids generated when served if None).
+
+    Args:
+        name: the function to call.
+        arguments: a mapping (JSON-encoded when served) or a string sent verbatim.
+        call_id: the call id (``call_…``); None: generated.
+        id: the Responses item id (``fc_…``); None: generated.
+    """
     return ToolCall(
         name=name, arguments=arguments if arguments is not None else {}, call_id=call_id, id=id
     )
@@ -278,19 +305,36 @@ def reasoning(
     encrypted_content: str | None = None,
     id: str | None = None,
 ) -> Reasoning:
-    """A reasoning item with these summary texts."""
+    """A reasoning item with these summary texts.
+
+    Args:
+        summary: the summary texts.
+        content: raw reasoning texts.
+        encrypted_content: the encrypted content to serve; None: generated.
+        id: the item id (``rs_…``); None: generated.
+    """
     return Reasoning(
         summary=tuple(summary), content=tuple(content), encrypted_content=encrypted_content, id=id
     )
 
 
 def text(text: str, **options: Any) -> SimReply:
-    """A text reply (``options`` are other :class:`SimReply` fields)."""
+    """A text reply (``options`` are other :class:`SimReply` fields).
+
+    Args:
+        text: the reply's text.
+        options: other :class:`SimReply` fields.
+    """
     return SimReply(text=text, **options)
 
 
 def refusal(message: str, **options: Any) -> SimReply:
-    """A refusal reply."""
+    """A refusal reply.
+
+    Args:
+        message: the refusal's text.
+        options: other :class:`SimReply` fields.
+    """
     return SimReply(refusal=message, **options)
 
 
@@ -301,17 +345,33 @@ def tool_call(
     call_id: str | None = None,
     **options: Any,
 ) -> SimReply:
-    """A reply calling one function."""
+    """A reply calling one function.
+
+    Args:
+        name: the function to call.
+        arguments: a mapping (JSON-encoded when served) or a string sent verbatim.
+        call_id: the call id; None: generated.
+        options: other :class:`SimReply` fields.
+    """
     return SimReply(tool_calls=(call(name, arguments, call_id=call_id),), **options)
 
 
 def tool_calls(*calls: ToolCall, **options: Any) -> SimReply:
-    """A reply calling several functions in parallel (``text=…`` adds text before them)."""
+    """A reply calling several functions in parallel (``text=…`` adds text before them).
+
+    Args:
+        calls: the calls, from :func:`call`.
+        options: other :class:`SimReply` fields (``text``, ``reasoning``, ...).
+    """
     return SimReply(tool_calls=tuple(calls), **options)
 
 
 def reply(**fields: Any) -> SimReply:
-    """A :class:`SimReply` (keyword fields)."""
+    """A :class:`SimReply` (keyword fields).
+
+    Args:
+        fields: the :class:`SimReply` fields.
+    """
     return SimReply(**fields)
 
 

@@ -160,7 +160,11 @@ class OpenAISimulator(SimulatorBase):
     # -- the script -------------------------------------------------------------------------
 
     def add(self, *items: ScriptItem) -> None:
-        """Append replies, faults or callables to the script (shared by both endpoints)."""
+        """Append replies, faults or callables to the script (shared by both endpoints).
+
+        Args:
+            items: replies (:class:`SimReply`, strings), faults or callables, answered in order.
+        """
         self._script.add(items)
 
     text = staticmethod(_script.text)
@@ -186,7 +190,11 @@ class OpenAISimulator(SimulatorBase):
         return self._on(RESPONSES_PATH)
 
     def issued_reasoning(self, encrypted_content: str) -> str | None:
-        """The reasoning item id an ``encrypted_content`` was issued for (None if never)."""
+        """The reasoning item id an ``encrypted_content`` was issued for (None if never).
+
+        Args:
+            encrypted_content: a reasoning item's ``encrypted_content`` as a client sent it back.
+        """
         return self._issuer.issued_item(encrypted_content)
 
     # -- request handling -------------------------------------------------------------------
@@ -416,6 +424,15 @@ def simulator(
         def sim():
             with simulator(assert_consumed=True) as s:
                 yield s
+
+    Args:
+        clock: the cache's clock and the source of ``created`` timestamps (default: a manual
+            :class:`SimClock` at 0).
+        fallback: the reply used when the script is empty (default: a 500 saying so).
+        reasoning_model: which models reject ``max_tokens`` (default: names starting with
+            ``o<digit>`` or ``gpt-5``).
+        cache_ttl: seconds an in-memory prompt-cache entry lives after its last use.
+        assert_consumed: on a clean exit, check that every scripted reply was requested.
     """
     sim = OpenAISimulator(
         clock=clock, fallback=fallback, reasoning_model=reasoning_model, cache_ttl=cache_ttl

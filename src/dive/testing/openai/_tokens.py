@@ -39,7 +39,11 @@ def bytes_tokens(size: int) -> int:
 
 
 def text_tokens(text: str) -> int:
-    """Simulated tokens of a text (0 for the empty string)."""
+    """Simulated tokens of a text (0 for the empty string).
+
+    Args:
+        text: any text.
+    """
     return bytes_tokens(len(text.encode()))
 
 
@@ -76,6 +80,9 @@ def prompt_tokens(body: Mapping[str, Any]) -> int:
 
     Chat when it has ``messages``, else Responses; a ``previous_response_id`` context is not
     included.
+
+    Args:
+        body: a Chat or Responses request body as JSON.
     """
     if "messages" in body:
         prompt = chat_prompt(body)
