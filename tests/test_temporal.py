@@ -11,17 +11,21 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 from temporalio.client import Client
 
 from dive.agent import Agent
 from dive.errors import ConflictingToolResultError, DiveError, UserError
-from dive.messages import Message
+from dive.messages import Message, TextBlock, ToolResult
 from dive.sessions import MemorySessionStore
 from dive.temporal import TemporalAgent, TextChunk
 from dive.temporal._names import names_for
+from dive.testing import ScriptedModel, call, tool_use
+from dive.tools import ToolContext, tool
 from tests._mcp import stdio_server
 from tests._temporal import ROOT, environment, temporal_address
 from tests.temporal_app import Brain, build_agent
@@ -323,3 +327,46 @@ async def test_an_mcp_server_lists_and_calls_on_the_worker(tmp_path: Path) -> No
     assert [(r.name, r.state, r.origin) for r in result.turn.tool_calls] == [
         ("mcp__fx__echo", "completed", "mcp:fx")
     ]
+
+
+class Refund(BaseModel):
+    order: str
+    amount: float
+
+
+@dataclass(frozen=True)
+class Shop:
+    currency: str
+
+
+@tool
+def quote(ctx: ToolContext[Shop], order: str) -> str:
+    """Quote a refund in the shop's currency (deps travel to the worker)."""
+    return f"{order}: 12.50 {ctx.deps.currency}"
+
+
+async def test_typed_output_and_deps_cross_temporal(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            tool_use(call("quote", {"order": "A-1"})),
+            tool_use(call("submit_result", {"order": "A-1", "amount": 12.5})),
+        ]
+    )
+    agent = Agent(model=model, tools=[quote], output_type=Refund, deps_type=Shop)
+    async with environment(tmp_path, in_process_worker=False) as env:
+        typed = TemporalAgent(agent, name="tester-typed", store=env.store)
+        async with typed.worker(env.client, task_queue=env.queue):
+            result = await typed.run(
+                "Refund A-1", client=env.client, task_queue=env.queue, deps=Shop(currency="EUR")
+            )
+    assert result.status == "completed"
+    assert result.output == Refund(order="A-1", amount=12.5)
+    texts = [
+        part.text
+        for m in result.turn.messages
+        for block in m.content
+        if isinstance(block, ToolResult)
+        for part in block.content
+        if isinstance(part, TextBlock)
+    ]
+    assert texts[0] == "A-1: 12.50 EUR"  # the deps reached the tool on the worker
