@@ -29,6 +29,7 @@ def _offline_env() -> dict[str, str]:
         "mcp_agent.py",
         "research_team.py",
         "a2a_pair.py",
+        "claude_on_clouds.py",
         "viewer_inbox.py",
     ],
 )
@@ -50,6 +51,11 @@ def test_example_runs(name: str, tmp_path: Path) -> None:
     if name == "a2a_pair.py":  # the remote question suspended the caller; its resume answered
         assert "the travel desk asks 'Which date should I book the train for?'" in proc.stdout
         assert "on Friday 14 March." in proc.stdout
+    if name == "claude_on_clouds.py":  # both platforms' URL shapes, the retry fed back
+        assert "vertex (gcp.vertex_ai): It is sunny in Paris." in proc.stdout
+        assert ":streamRawPredict" in proc.stdout
+        assert "the model was told: No station in 'Lutetia'" in proc.stdout
+        assert "/invoke-with-response-stream with MCP servers ['docs']" in proc.stdout
     if name == "coding_agent.py":  # it fixed the project: the tests fail before, pass after
         assert "tests pass before? False" in proc.stdout
         assert "tests pass after? True" in proc.stdout

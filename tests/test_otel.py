@@ -236,3 +236,30 @@ async def test_an_agent_run_inside_a_tool_nests_and_the_outer_run_goes_on(
     late = [s for s in otel.finished() if s.name == "execute_tool lookup"]
     assert late[0].parent is not None
     assert late[0].parent.span_id == root.context.span_id  # not under the ended inner run
+
+
+@tool(tags=("search", "web"), risk_level="high", effect_type="read_only")
+async def tagged(key: str) -> str:
+    """A tool with tags and a risk level."""
+    return key
+
+
+async def test_an_execute_tool_span_carries_the_tools_tags_and_risk(otel: Telemetry) -> None:
+    model = ScriptedModel([tool_use(call("tagged", {"key": "a"})), text("done")])
+    agent = Agent(model=model, tools=[tagged], tracer=otel.tracer)
+    assert (await agent.run("go")).status == "completed"
+    (span,) = [s for s in otel.finished() if s.name == "execute_tool tagged"]
+    assert span.attributes is not None
+    assert span.attributes["dive.tool.tags"] == ("search", "web")
+    assert span.attributes["dive.tool.risk"] == "high"
+    assert span.attributes["dive.tool.effect"] == "read_only"
+
+
+async def test_a_tool_without_tags_or_risk_has_neither_attribute(otel: Telemetry) -> None:
+    model = ScriptedModel([tool_use(call("lookup", {"key": "a"})), text("done")])
+    agent = Agent(model=model, tools=[lookup], tracer=otel.tracer)
+    assert (await agent.run("go")).status == "completed"
+    (span,) = [s for s in otel.finished() if s.name == "execute_tool lookup"]
+    assert span.attributes is not None
+    assert "dive.tool.tags" not in span.attributes
+    assert "dive.tool.risk" not in span.attributes

@@ -83,6 +83,7 @@ EXPORTS: dict[str, list[str]] = {
         "InvalidRequestError",
         "InvalidRunError",
         "LimitError",
+        "MessageFieldError",
         "MessageValidationError",
         "MissingCredentialsError",
         "MissingExtraError",
@@ -554,7 +555,9 @@ EXPORTS: dict[str, list[str]] = {
         "settings_warnings",
     ],
     "dive.providers.anthropic": [
+        "AnthropicBedrockModel",
         "AnthropicModel",
+        "AnthropicVertexModel",
         "Capabilities",
         "ComputerUse",
         "build_request",

@@ -15,6 +15,8 @@ from dive.errors import (
     UnknownModelError,
     UnknownProviderError,
 )
+from dive.llm import ModelRequest
+from dive.messages import Message
 from dive.providers import COMPATIBLE, PROVIDERS
 
 
@@ -58,13 +60,19 @@ def test_unmatched_bare_name() -> None:
         dive.model("llama3")
 
 
-def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    with pytest.raises(MissingCredentialsError, match="ANTHROPIC_API_KEY"):
-        dive.model("anthropic:claude-sonnet-4-6")
-    with pytest.raises(MissingCredentialsError, match="GROQ_API_KEY"):
-        dive.model("groq:llama")
+async def test_missing_key_names_the_variable_at_the_first_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GROQ_API_KEY", "GROQ_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    request = ModelRequest(messages=(Message.user("hi"),))
+    for spec, variable in (
+        ("anthropic:claude-sonnet-4-6", "ANTHROPIC_API_KEY"),
+        ("groq:llama", "GROQ_API_KEY"),
+    ):
+        model: Any = dive.model(spec)  # building reads no credentials
+        with pytest.raises(MissingCredentialsError, match=variable):
+            await model.generate(request)
 
 
 def test_missing_extra_names_the_pip_install(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   ├── PromptError                a prompt template, binding or build that dive.prompts refuses
     │   └── OutputUnavailableError     result.output read on a suspended or incomplete result
     ├── MessageValidationError         a message or history that is malformed (also a ValueError)
+    │   ├── MessageFieldError          a record built with a missing or unknown field (a TypeError)
     │   ├── IncompleteToolTurnError    a tool exchange that a provider would reject
     │   └── ProviderStateError         provider replay data of the wrong shape
     ├── ProviderError                  a model call failed (status, request_id, retry_after)
@@ -69,6 +70,7 @@ __all__ = [
     "InvalidRequestError",
     "InvalidRunError",
     "LimitError",
+    "MessageFieldError",
     "MessageValidationError",
     "MissingCredentialsError",
     "MissingExtraError",
@@ -233,6 +235,14 @@ class MessageValidationError(DiveError, ValueError):
     def __init__(self, message: str, *, path: str = "") -> None:
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
+
+
+class MessageFieldError(MessageValidationError, TypeError):
+    """A message record was constructed with a required field missing or an unknown field.
+
+    ``path`` names the field, as decoding the same data would. It is also a ``TypeError``,
+    what Python raises for such a call, so code catching that keeps working.
+    """
 
 
 class IncompleteToolTurnError(MessageValidationError):

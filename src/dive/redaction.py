@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["REDACTED", "redact", "redact_exception", "register_secret"]
 
@@ -82,29 +82,51 @@ def _redact_value(value: Any) -> Any:
     return value
 
 
-def redact_exception(exc: BaseException) -> BaseException:
-    """Redact ``exc``'s message arguments (and a provider error's ``body``) in place.
+_TEXT_ATTRIBUTES = ("body", "message", "details", "__notes__")
+"""Attributes besides ``args`` in which exceptions carry what the server said (SDK errors keep
+the message as ``message``, the parsed error as ``body`` or ``details``)."""
 
-    Returns ``exc``; its chained causes are redacted too.
+
+def _redact_attributes(exc: BaseException) -> None:
+    args = exc.args
+    cleaned = tuple(_redact_value(a) for a in args)
+    if cleaned != args:
+        exc.args = cleaned
+    for name in _TEXT_ATTRIBUTES:
+        try:
+            value = getattr(exc, name, None)
+        except Exception:  # a property that fails: nothing to redact there
+            continue
+        if value is None or not isinstance(value, str | dict | list | tuple):
+            continue
+        cleaned_value = _redact_value(value)
+        if cleaned_value != value:
+            try:
+                setattr(exc, name, cleaned_value)
+            except (AttributeError, TypeError):
+                pass
+
+
+def redact_exception(exc: BaseException) -> BaseException:
+    """Redact ``exc`` and every exception chained to it, in place; return ``exc``.
+
+    Redacted: the message arguments, the ``message``, ``body`` and ``details`` attributes
+    vendor SDK errors carry, and notes; along ``__cause__`` and ``__context__`` (and the
+    members of an exception group), so ``traceback.format_exception(exc)`` and
+    ``logger.exception(...)`` print no secret either.
 
     Args:
         exc: the exception to redact.
     """
     seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
         seen.add(id(current))
-        args = current.args
-        cleaned = tuple(_redact_value(a) for a in args)
-        if cleaned != args:
-            current.args = cleaned
-        body = getattr(current, "body", None)
-        if body is not None:
-            cleaned_body = _redact_value(body)
-            if cleaned_body != body:
-                try:
-                    current.body = cleaned_body  # type: ignore[attr-defined]
-                except AttributeError:
-                    pass
-        current = current.__cause__ or current.__context__
+        _redact_attributes(current)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(cast("BaseExceptionGroup[BaseException]", current).exceptions)
     return exc

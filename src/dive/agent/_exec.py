@@ -15,6 +15,12 @@ cancellation or ``ToolFatalError``. It only ever runs for idempotent or read-onl
 ``ToolDefinition`` refuses a policy of more than one attempt on any other tool, and a single
 attempt is all a non-idempotent tool gets here even if its definition was forged. A tool
 exception becomes ``Tool execution error: <message>``; the traceback is logged, never sent.
+
+``ModelRetry(message)`` is not a failure: the message goes to the model as the call's result
+(with "Fix the errors and try again."), logged at debug level only, and the retry policy does
+not run the call again. Each tool may do so ``limits.max_tool_retries`` times in a row (a
+call that returns resets its count; the count is this module's, kept on the ``Run``); the
+next one fails like a tool exception, with a warning and no traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dive.agent._outputs import error_result
 from dive.agent._parent import PARENT_CALL, ParentCall
 from dive.agent._run import Run
 from dive.agent._runner import ToolOutcome, ToolTask
@@ -88,6 +95,7 @@ async def execute_call(
             out = await run.runner.call_tool(task)
         else:
             out = await _traced(run, task)
+        out = _count_retries(run, call, out)
         if out.background is not None:
             route.target = out.background.add_usage  # usage reported from now on goes with it
             run.hand_to_background(out.background)
@@ -96,6 +104,31 @@ async def execute_call(
         PARENT_CALL.reset(parent)
         ctx.closed = True
         route.close()
+
+
+def _count_retries(run: Run, call: ToolCall, out: ToolOutcome) -> ToolOutcome:
+    """Count a tool's ``ModelRetry`` in a row; past ``limits.max_tool_retries`` it fails."""
+    if out.model_retry is None:
+        if out.error is None:  # the tool returned: its count starts again
+            run.model_retries.pop(call.name, None)
+        return out
+    count = run.model_retries.get(call.name, 0) + 1
+    run.model_retries[call.name] = count
+    limit = run.config.limits.max_tool_retries
+    if count <= limit:
+        return out
+    run.config.log.warning(
+        "tool %s (call %s) asked for a retry more than %d times in a row: %s",
+        call.name,
+        call.id,
+        limit,
+        out.model_retry,
+    )
+    text = (
+        f"Tool execution error: {out.model_retry} (the tool asked for a retry more than "
+        f"{limit} times in a row; limits.max_tool_retries)"
+    )
+    return ToolOutcome(result=error_result(call, text), error=f"ModelRetry({out.model_retry!r})")
 
 
 async def _traced(run: Run, task: ToolTask) -> ToolOutcome:

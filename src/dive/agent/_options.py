@@ -20,6 +20,9 @@ class Limits:
         response_timeout: seconds of active execution per invocation; None disables.
         force_final_answer: on the last allowed model call, ask for a final answer and send
             tool choice ``none``.
+        max_tool_retries: times in a row one tool may raise ``ModelRetry`` (each sends its
+            message to the model to try again); the next such call fails like a tool error.
+            A call of the tool that returns resets its count.
     """
 
     max_model_calls_per_turn: int = 100
@@ -27,6 +30,7 @@ class Limits:
     max_pause_continuations: int = 10
     response_timeout: float | None = 1800.0
     force_final_answer: bool = True
+    max_tool_retries: int = 1
 
     def __post_init__(self) -> None:
         if self.max_model_calls_per_turn < 1:
@@ -37,6 +41,8 @@ class Limits:
             raise UserError("limits.max_pause_continuations must not be negative")
         if self.response_timeout is not None and self.response_timeout <= 0:
             raise UserError("limits.response_timeout must be > 0 seconds (or None)")
+        if self.max_tool_retries < 0:
+            raise UserError("limits.max_tool_retries must not be negative")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

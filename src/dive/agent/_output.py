@@ -56,9 +56,11 @@ OutputValidator = (
 
 
 class ModelRetry(DiveError):
-    """Raise from an output validator (or a tool) to ask the model to try again.
+    """Raise from an output validator or a tool to ask the model to try again.
 
-    The message is sent to the model; the attempt counts against ``output_retries``.
+    The message is sent to the model. From an output validator, the attempt counts against
+    ``output_retries``; from a tool, it is the call's result (not a failure, nothing logged
+    above debug), and ``Limits.max_tool_retries`` bounds how often in a row one tool may ask.
 
     Args:
         message: what to tell the model.

@@ -3,7 +3,8 @@
 The driver's steps take a ``Run`` and return an ``Ending`` or nothing. The turn's state is
 changed only through ``run.state``'s methods (``dive.turns.TurnState``) and call states only
 through its ledger; this object owns just the per-invocation pieces that are not turn state:
-the resolved tools and the handles of calls handed to the background.
+the resolved tools, the handles of calls handed to the background, and how many times in a
+row each tool asked the model to retry (``ModelRetry``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class Run:
         "cancel",
         "config",
         "events",
+        "model_retries",
         "runner",
         "session_id",
         "setup",
@@ -67,6 +69,7 @@ class Run:
         """The tools of the current model call (``use_tools`` changes them)."""
         self._background: list[BackgroundTaskHandle] = []
         self._ref: StepRef | None = None
+        self.model_retries: dict[str, int] = {}  # tool name -> ModelRetry raised in a row
 
     def use_tools(self, tools: ToolIndex) -> None:
         """Tools resolved for the next model call."""

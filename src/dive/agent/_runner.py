@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast, runtime_checkable
 
 from dive.agent._background import BackgroundTaskHandle, start_background, started_text
+from dive.agent._output import ModelRetry
 from dive.agent._outputs import error_result, to_tool_result
 from dive.errors import ToolFatalError
 from dive.llm import (
@@ -145,6 +146,9 @@ class ToolOutcome:
         pending: what the suspension reports about the call (it returned ``Suspend``).
         terminal: a ``ToolReturn`` asked to end the turn.
         background: the handle of work that moved to a task of its own.
+        model_retry: the (redacted) message of a ``ModelRetry`` the tool raised; the
+            result carries it to the model, and the loop counts it against
+            ``Limits.max_tool_retries``.
     """
 
     result: ToolResult
@@ -153,6 +157,7 @@ class ToolOutcome:
     pending: PendingToolCall | None = None
     terminal: bool = False
     background: BackgroundTaskHandle | None = None
+    model_retry: str | None = None
 
 
 @runtime_checkable
@@ -277,6 +282,10 @@ class _Timeout(Exception):
     pass
 
 
+RETRY_ADVICE = "Fix the errors and try again."
+"""What follows a ``ModelRetry`` message in the call's result (as pydantic-ai words it)."""
+
+
 class InProcessRunner:
     """Every effect done here, in this event loop: the default runner.
 
@@ -327,6 +336,11 @@ class InProcessRunner:
                 if k + 1 == attempts:
                     state: CallState = "completed" if d.read_only else "unknown"
                     return ToolOutcome(result=error_result(call, last), state=state, error=last)
+            except ModelRetry as exc:  # feedback for the model, never retried here
+                message = redact(exc.message)
+                task.log.debug("tool %s (call %s) asked the model to retry", call.name, call.id)
+                text = f"{message}\n\n{RETRY_ADVICE}"
+                return ToolOutcome(result=error_result(call, text), model_retry=message)
             except ToolFatalError as exc:
                 text = redact(f"Tool execution error: {exc}")
                 return ToolOutcome(result=error_result(call, text), error=redact(repr(exc)))

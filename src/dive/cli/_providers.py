@@ -30,6 +30,8 @@ OFFLINE_MODEL = "claude-sonnet-4-6"
 _PREFERRED = ("anthropic", "openai", "google")
 _EXAMPLES = {
     "anthropic": "claude-sonnet-4-6",
+    "anthropic-vertex": "claude-sonnet-4-6",
+    "anthropic-bedrock": "anthropic.claude-sonnet-4-5-20250929-v1:0",
     "openai": "gpt-5",
     "openai-chat": "gpt-4.1",
     "google": "gemini-2.5-flash",
@@ -43,12 +45,16 @@ _EXAMPLES = {
 }
 _KEYS = {
     "anthropic": ("ANTHROPIC_API_KEY",),
+    "anthropic-vertex": ("ANTHROPIC_VERTEX_PROJECT_ID",),  # credentials: Google's default ones
+    "anthropic-bedrock": ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
     "openai": ("OPENAI_API_KEY",),
     "openai-chat": ("OPENAI_API_KEY",),
     "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
 }
 _BASE_URLS = {
     "anthropic": "ANTHROPIC_BASE_URL",
+    "anthropic-vertex": "ANTHROPIC_VERTEX_BASE_URL",
+    "anthropic-bedrock": "ANTHROPIC_BEDROCK_BASE_URL",
     "openai": "OPENAI_BASE_URL",
     "openai-chat": "OPENAI_BASE_URL",
     "google": "GEMINI_BASE_URL",

@@ -66,7 +66,8 @@ class ModelSettings:
         stop_sequences: texts that end the output when generated.
         parallel_tool_calls: let the model ask for several tool calls in one response.
         tool_choice: how the model may use tools.
-        caching: prompt caching on (cache breakpoints are placed for the provider) or off.
+        caching: prompt caching on (cache breakpoints are placed for the provider) or off
+            (Gemini caches implicitly and refuses ``False``).
         cache_ttl: the lifetime of cache writes: ``"5m"`` or ``"1h"``.
         reasoning_budget: thinking tokens per call (0 turns thinking off where the model allows).
         reasoning_effort: ``minimal``, ``low``, ``medium``, ``high``, ``xhigh`` or ``max``, mapped
@@ -76,8 +77,12 @@ class ModelSettings:
         speed: ``fast`` asks for Anthropic's fast mode; ``standard`` is the default.
         service_tier: the provider's service tier (``auto``, ``standard_only``, ``flex``, ...).
         request_headers: extra HTTP headers for each call.
-        metadata: request metadata for the provider (Anthropic sends ``user_id``).
-        mcp_servers: remote MCP servers for the provider's own MCP connector, as its JSON.
+        metadata: request metadata for the provider (Anthropic sends ``user_id``, Gemini
+            ``labels``).
+        mcp_servers: remote MCP servers the provider connects to itself, each
+            ``{"name", "url"}`` with optional ``authorization_token`` and ``allowed_tools``
+            (Anthropic's MCP connector, OpenAI Responses' hosted ``mcp`` tool; Chat
+            Completions and Gemini refuse them).
         context_management: Anthropic's server-side context management, sent as given.
         response_schema: a JSON schema the answer must follow (native structured output).
         response_schema_name: the schema's name, where the provider wants one.

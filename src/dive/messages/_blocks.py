@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 from pydantic import ConfigDict, Field
 
 from dive.errors import MessageValidationError
+from dive.messages._fields import named_fields
 from dive.messages.codec import FORBID_EXTRA, JSONValue, empty, freeze_mapping
 
 __all__ = [
@@ -46,6 +47,7 @@ def _check_str(value: object, path: str) -> None:
         raise MessageValidationError(f"expected a string, got {type(value).__name__}", path=path)
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CacheControl:
     """A prompt-cache breakpoint; ``ttl`` is ``"5m"`` (default) or ``"1h"``.
@@ -66,6 +68,7 @@ class CacheControl:
 # --- sources ------------------------------------------------------------------------------
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Base64Source:
     """Inline base64 data with its media type.
@@ -81,6 +84,7 @@ class Base64Source:
     data: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UrlSource:
     """Data the provider fetches from a URL.
@@ -94,6 +98,7 @@ class UrlSource:
     url: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FileSource:
     """A file previously uploaded to the provider.
@@ -107,6 +112,7 @@ class FileSource:
     file_id: str
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextSource:
     """A plain-text document body.
@@ -131,6 +137,7 @@ DocumentSource = Annotated[
 # --- blocks --------------------------------------------------------------------------------
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextBlock:
     """Plain text, with optional opaque provider citations.
@@ -155,6 +162,7 @@ class TextBlock:
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageBlock:
     """An image: jpeg, png, gif or webp.
@@ -179,6 +187,7 @@ class ImageBlock:
             )
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentBlock:
     """A document (PDF or text) given to the model.
@@ -200,6 +209,7 @@ class DocumentBlock:
     cache_control: CacheControl | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
     """A client tool call requested by the model. ``arguments`` is always a JSON object.
@@ -243,6 +253,7 @@ ToolResultContent = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(disc
 _RESULT_BLOCKS = (TextBlock, ImageBlock, DocumentBlock)
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """The answer to one tool call; the sole block of a ``tool`` message.
@@ -292,6 +303,7 @@ class ToolResult:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThinkingBlock:
     """Model reasoning with its opaque signature. Never carries ``cache_control``.
@@ -309,6 +321,7 @@ class ThinkingBlock:
     provider: str | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RedactedThinkingBlock:
     """Encrypted reasoning, replayed verbatim to its provider.
@@ -324,6 +337,7 @@ class RedactedThinkingBlock:
     provider: str | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolCall:
     """A tool the provider runs itself (web search, code execution…).
@@ -348,6 +362,7 @@ class ServerToolCall:
         object.__setattr__(self, "input", freeze_mapping(self.input))
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerToolResult:
     """The result of a server tool call, opaque to dive.
@@ -369,6 +384,7 @@ class ServerToolResult:
     cache_control: CacheControl | None = None
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UnknownBlock:
     """A provider block dive does not model, kept verbatim (``data`` is the raw block JSON).

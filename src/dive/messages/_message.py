@@ -23,6 +23,7 @@ from dive.messages._blocks import (
     ToolCall,
     ToolResult,
 )
+from dive.messages._fields import named_fields
 from dive.messages.codec import (
     EMPTY,
     FORBID_EXTRA,
@@ -60,6 +61,7 @@ KINDS: frozenset[str] = frozenset(
 VISIBILITIES: frozenset[str] = frozenset({"shared", "private"})
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderState:
     """Opaque replay data from one provider's wire API (``data`` is JSON).
@@ -83,6 +85,7 @@ def _check_member(value: object, allowed: frozenset[str], field: str) -> None:
         )
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Message:
     """One message of a conversation.

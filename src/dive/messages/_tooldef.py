@@ -16,6 +16,7 @@ from pydantic import ConfigDict
 
 from dive.errors import ToolDefinitionError
 from dive.messages._blocks import CacheControl
+from dive.messages._fields import named_fields
 from dive.messages.codec import (
     EMPTY,
     FORBID_EXTRA,
@@ -49,6 +50,7 @@ OBJECT_SCHEMA: Mapping[str, JSONValue] = MappingProxyType({"type": "object", "pr
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRetryPolicy:
     """Retries for idempotent or read-only tools. ``max_attempts`` counts all attempts.
@@ -79,6 +81,7 @@ class ToolRetryPolicy:
         return min(self.backoff * (2**attempt), self.max_backoff)
 
 
+@named_fields
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinition:
     """A tool as the model sees it, with the governance fields the runtime enforces.

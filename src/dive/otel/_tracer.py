@@ -3,12 +3,13 @@
 Spans: ``invoke_agent {agent}`` for a run, ``chat {model}`` and ``execute_tool {tool}`` nested
 under it (parallel tool calls included: their tasks inherit the run's context). Attributes
 are the convention's ``gen_ai.*`` names; dive's own are under ``dive.*`` (turn id, status,
-outcome reason, next step, cost). An incomplete turn's span has status error with the
-reason. Message content (prompts, answers, tool arguments and results) is recorded only
-with ``capture_content=True``, as the conventions' opt-in ``gen_ai.input.messages``,
-``gen_ai.output.messages``, ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``,
-after dive's redaction; error texts are always redacted. A provider retry inside a model call
-is a ``dive.provider.retry`` event on its chat span (attempt, error type, HTTP status, delay).
+outcome reason, next step, cost; a tool's origin, effect, tags and risk level). An
+incomplete turn's span has status error with the reason. Message content (prompts, answers,
+tool arguments and results) is recorded only with ``capture_content=True``, as the
+conventions' opt-in ``gen_ai.input.messages``, ``gen_ai.output.messages``,
+``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``, after dive's redaction; error
+texts are always redacted. A provider retry inside a model call is a ``dive.provider.retry``
+event on its chat span (attempt, error type, HTTP status, delay).
 
 While a run, model call or tool call is open its span is also the current OpenTelemetry span,
 so spans other libraries open inside it (an instrumented HTTP client under ``chat``, a
@@ -303,6 +304,10 @@ class OTelTracer:
         }
         if info.effect:
             attrs["dive.tool.effect"] = info.effect
+        if info.tags:
+            attrs["dive.tool.tags"] = list(info.tags)
+        if info.risk:
+            attrs["dive.tool.risk"] = info.risk
         if self._capture:
             attrs["gen_ai.tool.call.arguments"] = _content(call.arguments)
         span = self._tracer.start_span(

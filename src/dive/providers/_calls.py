@@ -4,7 +4,8 @@
 back until the first content event, and retries a failed attempt only while nothing but those
 had been produced — so output is never duplicated. ``generate_with_retry`` does the same for a
 single response. Failures come out as ``ProviderError`` subclasses (or the ``UserError`` a
-provider raised for a request it refuses to send).
+provider raised for a request it refuses to send), with any secret the provider echoed
+redacted from them and from the vendor exception chained as their cause.
 """
 
 from __future__ import annotations
@@ -16,12 +17,24 @@ from typing import Any, Protocol, TypeVar
 from dive.errors import ProviderError, UserError
 from dive.llm import MessageStart, Ping, RetryNotice, StreamEvent, report_retry
 from dive.providers._retry import RetryPolicy
+from dive.redaction import redact_exception
 
 __all__ = ["Mapper", "generate_with_retry", "stream_with_retry"]
 
 T = TypeVar("T")
 
 Translate = Callable[[BaseException], "ProviderError | UserError"]
+
+
+def _redacted(err: ProviderError | UserError, exc: BaseException) -> ProviderError | UserError:
+    """``err`` and the vendor exception it is raised from, with secrets redacted in place.
+
+    A provider may echo the key in its error ("invalid x-api-key: …"); the vendor exception
+    stays chained as ``__cause__``, so its text is redacted too.
+    """
+    redact_exception(exc)
+    redact_exception(err)
+    return err
 
 
 async def _close(stream: Any) -> None:
@@ -96,7 +109,7 @@ async def stream_with_retry(
         except Exception as exc:
             err = translate(exc)
             if delivered or isinstance(err, UserError) or not retry.should_retry(attempt, err):
-                raise err from exc
+                raise _redacted(err, exc) from exc
             await _pause(attempt, err, retry)
             attempt += 1
 
@@ -112,6 +125,6 @@ async def generate_with_retry(
         except Exception as exc:
             err = translate(exc)
             if isinstance(err, UserError) or not retry.should_retry(attempt, err):
-                raise err from exc
+                raise _redacted(err, exc) from exc
             await _pause(attempt, err, retry)
             attempt += 1

@@ -1,24 +1,24 @@
 """The model registry: ``dive.model("provider:model")``.
 
-An explicit prefix wins; a bare name is matched by ordered prefixes (``claude-`` → anthropic;
+An explicit prefix wins (``anthropic-vertex:`` and ``anthropic-bedrock:`` reach Claude on
+Vertex AI and Bedrock); a bare name is matched by ordered prefixes (``claude-`` → anthropic;
 ``gpt-``, ``o3``, ``o4``, ``codex`` → openai; ``gemini-`` → google; Mistral's families →
 mistral; any other name with ``/`` → openrouter). A ``vendor/model`` name whose vendor dive
 serves directly (``anthropic/claude-…``) is ambiguous and raises ``UserError`` naming both
 spellings (``anthropic:claude-…`` or ``openrouter:anthropic/claude-…``). An unknown prefix
 raises ``UnknownProviderError`` listing the known ones; an unmatched bare name raises
 ``UnknownModelError``; a missing SDK raises ``MissingExtraError`` naming the ``pip install``
-to run; a missing key names the environment variable.
+to run. Credentials are not read here: each model reads its key and base URL at its first
+request, and a missing key is reported then, naming the variables to set.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 from dataclasses import dataclass
 from typing import Any
 
 from dive.errors import (
-    MissingCredentialsError,
     MissingExtraError,
     UnknownModelError,
     UnknownProviderError,
@@ -48,7 +48,15 @@ COMPATIBLE: dict[str, Compatible] = {
     "deepinfra": Compatible("https://api.deepinfra.com/v1/openai", "DEEPINFRA_API_KEY"),
 }
 
-PROVIDERS = ("anthropic", "openai", "openai-chat", "google", *COMPATIBLE)
+PROVIDERS = (
+    "anthropic",
+    "anthropic-vertex",
+    "anthropic-bedrock",
+    "openai",
+    "openai-chat",
+    "google",
+    *COMPATIBLE,
+)
 
 _EXTRA = {"anthropic": ("anthropic", "anthropic"), "google": ("google.genai", "google")}
 
@@ -136,6 +144,12 @@ def model(spec: str, **options: Any) -> Model:
         from dive.providers.anthropic import AnthropicModel
 
         return AnthropicModel(name, **options)
+    if provider in ("anthropic-vertex", "anthropic-bedrock"):
+        _require("anthropic", provider.removeprefix("anthropic-"))
+        from dive.providers.anthropic import AnthropicBedrockModel, AnthropicVertexModel
+
+        platform = AnthropicVertexModel if provider == "anthropic-vertex" else AnthropicBedrockModel
+        return platform(name, **options)
     if provider == "google":
         _require("google.genai", "google")
         from dive.providers.google import GeminiModel
@@ -149,13 +163,8 @@ def model(spec: str, **options: Any) -> Model:
     if provider == "openai-chat":
         return OpenAIChatModel(name, **options)
     preset = COMPATIBLE[provider]
-    if preset.key_required and "api_key" not in options and not os.environ.get(preset.key_env):
-        raise MissingCredentialsError(
-            f"no API key for {provider}: set {preset.key_env} or pass api_key="
-        )
-    options.setdefault("base_url", os.environ.get(f"{provider.upper()}_BASE_URL", preset.base_url))
+    options.setdefault("default_base_url", preset.base_url)
     options.setdefault("provider", provider)
     options.setdefault("key_env", preset.key_env)
-    if not preset.key_required and not os.environ.get(preset.key_env):
-        options.setdefault("api_key", provider)
+    options.setdefault("key_required", preset.key_required)
     return OpenAIChatModel(name, **options)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, LiteralString
 from dive.errors import MissingExtraError, SessionClaimedError, UnsupportedSchemaError, UserError
 from dive.llm import Usage
 from dive.messages import Message
+from dive.sessions._claimant import current, gone
 from dive.sessions._codec import (
     encode_entry,
     encode_unstamped,
@@ -40,6 +41,7 @@ from dive.sessions._log import (
 from dive.sessions._pg_faults import PgWhere, redact, translate
 from dive.sessions._pg_steps import StepBatcher
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
+from dive.sessions._sqlite_claims import held_text
 from dive.sessions._steps import Delta, Written, decode_row, delta
 from dive.turns import Turn
 
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "PostgresSessionStore"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _LOCK_KEY = 0x64697665  # "dive"
 
 _MIGRATIONS: dict[int, list[LiteralString]] = {
@@ -93,6 +95,10 @@ _MIGRATIONS: dict[int, list[LiteralString]] = {
             data TEXT NOT NULL,
             PRIMARY KEY (session_id, seq, step)
         )""",
+    ],
+    3: [  # the host and pid of each claim's process
+        "ALTER TABLE dive_claims ADD COLUMN IF NOT EXISTS host TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE dive_claims ADD COLUMN IF NOT EXISTS pid INTEGER NOT NULL DEFAULT 0",
     ],
 }
 
@@ -349,8 +355,8 @@ class PostgresSessionStore:
                 (id,),
             )
             cur = await conn.execute(
-                f"SELECT owner, expires_at, {_NOW} FROM dive_claims WHERE session_id = %s "
-                "FOR UPDATE",
+                f"SELECT owner, expires_at, {_NOW}, host, pid FROM dive_claims "
+                "WHERE session_id = %s FOR UPDATE",
                 (id,),
             )
             row = await cur.fetchone()
@@ -360,13 +366,14 @@ class PostgresSessionStore:
             if renew and not (live and held_by == owner):
                 raise SessionClaimedError(f"the claim of {owner} on session {id!r} was lost")
             if not renew and live and held_by != owner:
-                raise SessionClaimedError(
-                    f"session {id!r} is claimed by {held_by} for another {expires - now:.1f} s"
-                )
+                host, pid = str(row[3]), int(row[4])
+                if not gone(host, pid):
+                    raise SessionClaimedError(held_text(id, held_by, host, pid, expires - now))
+            host, pid = current()
             await conn.execute(
-                f"UPDATE dive_claims SET owner = %s, expires_at = {_NOW} + %s "
-                "WHERE session_id = %s",
-                (owner, ttl, id),
+                f"UPDATE dive_claims SET owner = %s, expires_at = {_NOW} + %s, host = %s, "
+                "pid = %s WHERE session_id = %s",
+                (owner, ttl, host, pid, id),
             )
 
     async def release_claim(self, id: str, owner: str) -> None:

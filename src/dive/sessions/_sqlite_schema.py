@@ -1,4 +1,7 @@
-"""The SQLite store's versioned schema and its migrations."""
+"""The SQLite store's versioned schema and its migrations.
+
+Version 3 records the host and pid of each claim's process (``dive_claims.host``, ``pid``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dive.errors import UnsupportedSchemaError
 
 __all__ = ["SCHEMA_VERSION", "migrate"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -50,6 +53,10 @@ _MIGRATIONS: dict[int, str] = {
         data TEXT NOT NULL,
         PRIMARY KEY (session_id, seq, step)
     ) WITHOUT ROWID;
+    """,
+    3: """
+    ALTER TABLE dive_claims ADD COLUMN host TEXT NOT NULL DEFAULT '';
+    ALTER TABLE dive_claims ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
     """,
 }
 

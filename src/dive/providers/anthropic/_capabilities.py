@@ -1,6 +1,7 @@
 """What each Claude model family accepts: one table, not scattered checks.
 
-A model's family is its id without an ``@version`` suffix or a trailing ``-YYYYMMDD`` date.
+A model's family is its id without an ``@version`` suffix or a trailing ``-YYYYMMDD`` date,
+and for Bedrock ids without the ``[us.]anthropic.`` prefix and the ``-v1:0`` suffix.
 Per family: whether sampling parameters are accepted, whether thinking takes a budget or is
 adaptive only, and which effort levels exist (``efforts``; ``clamp`` maps a missing level to
 the one sent instead, and a family without effort drops it). Unknown ids work with
@@ -81,13 +82,19 @@ _TABLE: tuple[tuple[str, Capabilities], ...] = (
 )
 
 _UNKNOWN = Capabilities(family="unknown", known=False)
+_PLATFORM_PREFIX = re.compile(r"^(?:[a-z]{2,4}\.)?anthropic\.")  # Bedrock: [us.]anthropic.claude-…
+_PLATFORM_SUFFIX = re.compile(r"-v\d+(?::\d+)?$")  # Bedrock: …-v1:0
 
 _DATE = re.compile(r"-(\d{8}|latest)$")
 
 
 def model_family(model: str) -> str:
-    """``model`` without ``@version``, a trailing ``-YYYYMMDD`` or ``-latest``, lowercased."""
-    return _DATE.sub("", model.split("@", 1)[0].lower())
+    """``model`` without ``@version``, a trailing ``-YYYYMMDD`` or ``-latest``, lowercased.
+
+    A Bedrock id loses its ``[us.]anthropic.`` prefix and ``-v1:0`` suffix first.
+    """
+    name = _PLATFORM_SUFFIX.sub("", _PLATFORM_PREFIX.sub("", model.lower()))
+    return _DATE.sub("", name.split("@", 1)[0])
 
 
 @cache

@@ -2,7 +2,9 @@
 
 Retryable: the shared ``RETRY_STATUSES`` (408, 409, 429 unless terminal — a spend or balance
 limit —, 500, 502, 503, 504, 529), connection errors and timeouts, and in-stream
-``overloaded_error`` / ``rate_limit_error`` / ``api_error``. ``x-should-retry`` overrides the
+``overloaded_error`` / ``rate_limit_error`` / ``api_error`` (on Bedrock ``throttlingException``,
+``serviceUnavailableException``, ``internalServerException``, ``modelStreamErrorException``).
+``x-should-retry`` overrides the
 status rule, never for a terminal 429. A connection that could not be made names the URL and
 ``ANTHROPIC_BASE_URL``.
 """
@@ -47,8 +49,25 @@ _BY_TYPE: dict[str, type[ProviderError]] = {
     "authentication_error": AuthenticationError,
     "permission_error": PermissionDeniedError,
     "not_found_error": NotFoundError,
+    # Bedrock's stream exceptions (``:exception-type`` of an event-stream frame)
+    "throttlingException": RateLimitedError,
+    "serviceUnavailableException": OverloadedError,
+    "internalServerException": ProviderError,
+    "modelStreamErrorException": ProviderError,
+    "modelTimeoutException": ProviderTimeoutError,
+    "validationException": InvalidRequestError,
 }
-_RETRY_TYPES = frozenset({"overloaded_error", "rate_limit_error", "api_error"})
+_RETRY_TYPES = frozenset(
+    {
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        "throttlingException",
+        "serviceUnavailableException",
+        "internalServerException",
+        "modelStreamErrorException",
+    }
+)
 
 
 _TRANSPORT_ERRORS = transport_errors()

@@ -13,14 +13,13 @@ then keeps (``_fallback``).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 
 import anthropic
 
 from dive.errors import (
-    MissingCredentialsError,
     ProviderError,
     StreamInterruptedError,
     UnsupportedSettingError,
@@ -37,6 +36,8 @@ from dive.llm import (
     cost_of,
 )
 from dive.providers._calls import generate_with_retry, stream_with_retry
+from dive.providers._credentials import LazyClient, resolve
+from dive.providers._mcp import remote_servers
 from dive.providers._retry import RetryPolicy
 from dive.providers.anthropic._capabilities import capabilities_for
 from dive.providers.anthropic._errors import translate
@@ -61,17 +62,27 @@ def _label_of(client: Any) -> str:
 class AnthropicModel:
     """A Claude model. ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``.
 
+    Nothing is read or checked when the model is built: its client is made at the first
+    request, from ``api_key`` or ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+    ``base_url`` or ``ANTHROPIC_BASE_URL``; a base URL alone needs no key.
+
     Args:
-        model: the model id (``claude-sonnet-4-6``, ...); its family decides which settings are
-            sent.
-        client: a ready ``anthropic.AsyncAnthropic`` (then ``api_key``, ``base_url`` and ``timeout``
-            are not used).
-        api_key: the API key (default: ``ANTHROPIC_API_KEY``).
-        base_url: another endpoint (a proxy, a gateway, a local simulator).
+        model: the model id (``claude-sonnet-4-6``, ...); its family decides which settings
+            are sent.
+        client: a ready SDK client (``AsyncAnthropic``, ``AsyncAnthropicVertex``,
+            ``AsyncAnthropicBedrock``; then ``api_key``, ``base_url`` and ``timeout`` are not
+            used); its own retries are turned off.
+        api_key: the API key (default: ``ANTHROPIC_API_KEY`` at the first request).
+        base_url: another endpoint (a proxy, a gateway, a local simulator; default:
+            ``ANTHROPIC_BASE_URL``, then the API).
         retry: the retry policy (default ``RetryPolicy()``); the SDK's own retries are off.
         streaming: stream responses or not.
         pricing: prices that replace the ``genai-prices`` ones.
         timeout: seconds for one request (the SDK's default when None).
+
+    Raises:
+        MissingCredentialsError: at the first request, when neither a key, a token nor a
+            base URL is set.
     """
 
     def __init__(
@@ -86,26 +97,41 @@ class AnthropicModel:
         pricing: PricingInfo | None = None,
         timeout: float | None = None,
     ) -> None:
-        if client is None:
-            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-            if not key and base_url is None:
-                raise MissingCredentialsError(
-                    "no Anthropic API key: set ANTHROPIC_API_KEY or pass api_key= (or client=)"
-                )
-            client = anthropic.AsyncAnthropic(
-                api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
-            )
-        else:
+        register_secret(api_key)  # error texts never echo it
+
+        def build() -> Any:
+            return _first_party(api_key, base_url, timeout)
+
+        self._setup(model, build, client, "anthropic", retry, streaming, pricing)
+
+    def _setup(
+        self,
+        model: str,
+        build: Callable[[], Any],
+        client: Any,
+        label: str,
+        retry: RetryPolicy | None,
+        streaming: bool,
+        pricing: PricingInfo | None,
+    ) -> None:
+        """What every Anthropic model keeps: the lazily built client and the call options."""
+        if client is not None:
             client = client.with_options(max_retries=0)
-        self._client: Any = client
-        register_secret(getattr(client, "api_key", None))  # error texts never echo it
+            register_secret(getattr(client, "api_key", None))
+            label = _label_of(client)
+        self._clients = LazyClient(build, client)
         self._model = model
-        self._label = _label_of(client)
+        self._label = label
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
         self._warn = WarnOnce()  # settings warnings: once per model, not per request
         self._caps = capabilities_for(model)  # corrected by the API's known 400s (_fallback)
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built at the first request (credentials are read then)."""
+        return self._clients.get()
 
     @property
     def name(self) -> str:
@@ -155,8 +181,10 @@ class AnthropicModel:
         client = self._client
         label = self._label
 
+        api = _messages_api(client, kwargs)
+
         async def open_stream() -> Any:
-            return await client.messages.create(**kwargs, stream=True)
+            return await api.create(**kwargs, stream=True)
 
         model = self
 
@@ -196,9 +224,10 @@ class AnthropicModel:
 
     async def _generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = self._kwargs(request)
+        api = _messages_api(self._client, kwargs)
 
         async def create() -> Any:
-            return await self._client.messages.create(**kwargs)
+            return await api.create(**kwargs)
 
         raw = await generate_with_retry(create, self._translate, self.retry)
         response = map_response(to_dict(raw), self._label, self._model)
@@ -208,8 +237,9 @@ class AnthropicModel:
         return replace(response, usage=response.usage.with_cost(cost))
 
     def check_settings(self, settings: ModelSettings) -> None:
-        """Refuse settings the Messages API rejects together (thinking + forced tool choice)."""
+        """Refuse what the Messages API rejects: thinking with a forced tool, bad MCP servers."""
         check_settings(settings)
+        remote_servers(settings)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The input tokens ``request`` would use, from ``/v1/messages/count_tokens``.
@@ -223,13 +253,18 @@ class AnthropicModel:
             UnsupportedSettingError: this client (e.g. a cloud platform's) has no token
                 counting.
         """
-        messages_api = self._client.messages
+        if self._label == "aws.bedrock":
+            raise UnsupportedSettingError(
+                "Claude on Bedrock has no token counting; count tokens with a first-party "
+                "anthropic.AsyncAnthropic client (or Vertex AI) instead"
+            )
+        body = build_request(request, self._model, self._label, warn=self._warn, caps=self._caps)
+        messages_api = _messages_api(self._client, body)
         if not hasattr(messages_api, "count_tokens"):
             raise UnsupportedSettingError(
                 f"{type(self._client).__name__} has no count_tokens; count tokens with a "
                 "first-party anthropic.AsyncAnthropic client instead"
             )
-        body = build_request(request, self._model, self._label, warn=self._warn, caps=self._caps)
         kwargs = {k: v for k, v in body.items() if k in _COUNT_PARAMS}
 
         async def count() -> Any:
@@ -239,16 +274,19 @@ class AnthropicModel:
         return int(to_dict(raw)["input_tokens"])
 
     async def aclose(self) -> None:
-        """Close the SDK client (its HTTP connections)."""
-        await self._client.close()
+        """Close the SDK client (its HTTP connections), if a request ever built it."""
+        client = self._clients.built
+        if client is not None:
+            await client.close()
 
     def __repr__(self) -> str:
-        return f"AnthropicModel({self._model!r})"
+        return f"{type(self).__name__}({self._model!r})"
 
 
 _SDK_PARAMS = frozenset(
     {
         "max_tokens",
+        "mcp_servers",
         "messages",
         "model",
         "metadata",
@@ -266,6 +304,7 @@ _SDK_PARAMS = frozenset(
 
 _COUNT_PARAMS = frozenset(
     {
+        "mcp_servers",
         "messages",
         "model",
         "output_config",
@@ -288,6 +327,29 @@ def sdk_kwargs(body: dict[str, Any]) -> dict[str, Any]:
     if extra:
         kwargs["extra_body"] = extra
     return kwargs
+
+
+def _messages_api(client: Any, body: dict[str, Any]) -> Any:
+    """``client.beta.messages`` when the body has MCP servers (a beta parameter), else not."""
+    return client.beta.messages if "mcp_servers" in body else client.messages
+
+
+def _first_party(api_key: str | None, base_url: str | None, timeout: float | None) -> Any:
+    """An ``AsyncAnthropic`` client from what was given and the environment, read now."""
+    token = os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    creds = resolve(
+        title="Anthropic",
+        api_key=api_key,
+        key_envs=("ANTHROPIC_API_KEY",),
+        base_url=base_url,
+        base_envs=("ANTHROPIC_BASE_URL",),
+        key_required=not token,
+        alternatives="; or set ANTHROPIC_AUTH_TOKEN",
+    )
+    register_secret(creds.key)
+    key = creds.key or (None if token else "unused")
+    options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+    return anthropic.AsyncAnthropic(api_key=key, base_url=creds.base_url, max_retries=0, **options)
 
 
 def _user_error(exc: BaseException) -> UserError | None:

@@ -13,6 +13,9 @@ carry such blocks (a blank-line text after adaptive thinking, ``" "`` around a p
 A message left with no content is dropped whole; neighbours of one role then travel as one
 message, which the API accepts (it merges consecutive same-role messages itself).
 
+``mcp_servers`` become the MCP connector's ``mcp_servers`` field and ``mcp_toolset`` tools
+(``_mcp``), with its beta flag.
+
 Setting warnings (a sampling parameter dropped, a budget mapped to adaptive thinking, an effort
 clamped or dropped, an unknown model) go to ``warn`` with the shared texts of
 ``dive.providers``; ``AnthropicModel`` passes a ``WarnOnce``, so each is logged once per
@@ -60,6 +63,7 @@ from dive.providers._warnings import (
 from dive.providers._warnings import WarnOnce as SharedWarnOnce
 from dive.providers.anthropic._cache import place_markers
 from dive.providers.anthropic._capabilities import Capabilities, capabilities_for
+from dive.providers.anthropic._mcp import MCP_BETA, mcp_connector
 
 __all__ = ["WarnOnce", "build_request"]
 
@@ -402,6 +406,8 @@ def build_request(
     system_text = "\n\n".join(t for t in (request.system, *extra_system) if t and t.strip())
     system = [{"type": "text", "text": system_text}] if system_text else []
     tools = [_tool(d) for d in sorted(request.tools, key=lambda d: d.name)]
+    mcp_servers, toolsets = mcp_connector(s)
+    tools.extend(toolsets)
     thinking = _thinking(s, caps, max_tokens, warn)
     if thinking is not None and not _thinking_ok(messages):
         # about this request's history, not the settings: logged every time
@@ -438,6 +444,9 @@ def build_request(
     if s.context_management is not None:
         kwargs["context_management"] = to_jsonable(s.context_management)
         _add_betas(headers, _context_betas(s.context_management))
+    if mcp_servers:
+        kwargs["mcp_servers"] = mcp_servers
+        _add_betas(headers, [MCP_BETA])
     if headers:
         kwargs["extra_headers"] = headers
     return kwargs

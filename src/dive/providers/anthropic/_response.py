@@ -59,7 +59,12 @@ def map_block(block: Json, label: str) -> ContentBlock:
         return ServerToolCall(
             id=block["id"], name=block["name"], input=block.get("input") or {}, provider=label
         )
-    if isinstance(kind, str) and kind.endswith("_tool_result") and "tool_use_id" in block:
+    if (
+        isinstance(kind, str)
+        and kind.endswith("_tool_result")
+        and kind != "mcp_tool_result"  # pairs with an mcp_tool_use: both kept verbatim
+        and "tool_use_id" in block
+    ):
         return ServerToolResult(
             tool_use_id=block["tool_use_id"],
             result_type=kind,

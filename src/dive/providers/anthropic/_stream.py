@@ -12,6 +12,7 @@ it. An unknown delta for a block dive does model is logged, never dropped silent
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -53,6 +54,17 @@ _USAGE_FIELDS = (
 )
 
 
+def _with_input(block: Json, partial: str) -> Json:
+    """A held block with the input its ``input_json_delta`` events streamed, parsed."""
+    if not partial.strip():
+        return block
+    try:
+        return {**block, "input": json.loads(partial)}
+    except ValueError:
+        log.warning("Anthropic stream: the input of a %r block is not JSON", block.get("type"))
+        return block
+
+
 class StreamMapper:
     """Maps one response's raw events, keeping the running usage and the held blocks."""
 
@@ -60,6 +72,7 @@ class StreamMapper:
         self.label = label
         self.usage: Json = {}
         self._held: dict[int, Json] = {}  # raw JSON of unmodelled blocks, by index
+        self._inputs: dict[int, str] = {}  # their input_json_delta text (mcp_tool_use), by index
 
     def map_all(self, event: Json) -> list[StreamEvent]:
         """The dive events for one raw event (none, one, or a held block's start and stop)."""
@@ -80,6 +93,7 @@ class StreamMapper:
             stop = ContentBlockStop(index=index)
             if held is None:
                 return [stop]
+            held = _with_input(held, self._inputs.pop(index, ""))
             return [ContentBlockStart(index=index, block=map_block(held, self.label)), stop]
         event_out = self._message_event(event)
         return [] if event_out is None else [event_out]
@@ -116,7 +130,10 @@ class StreamMapper:
         index = int(event["index"])
         held = self._held.get(index)
         if held is not None:
-            self._held[index] = fold_raw_delta(held, d)
+            if d.get("type") == "input_json_delta":  # an unmodelled tool use's input
+                self._inputs[index] = self._inputs.get(index, "") + str(d.get("partial_json") or "")
+            else:
+                self._held[index] = fold_raw_delta(held, d)
             return []
         mapped = self._known_delta(index, d)
         if mapped is None:

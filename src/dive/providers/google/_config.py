@@ -17,7 +17,14 @@ Thinking follows the family's row of the capability table (``_capabilities``):
 A setting the model cannot honour raises ``UnsupportedSettingError`` before any request; with
 ``ModelSettings(strict=False)`` it is dropped and a warning is logged (to
 ``dive.providers.google``, once per model). The same goes for ``parallel_tool_calls=False``
-(Gemini has no such switch), ``speed="fast"`` and ``mcp_servers``.
+(Gemini has no such switch), ``speed="fast"``, ``mcp_servers``, ``caching=False`` (Gemini
+caches implicitly, with no switch) and a ``service_tier`` other than ``flex``, ``standard`` or
+``priority``.
+
+Sent as well: ``service_tier`` as ``service_tier`` (``serviceTier`` on the wire) and
+``metadata`` as ``labels``. Caching is implicit: ``caching=True`` sends nothing, and
+``cache_ttl`` is not sent (implicit caching has no TTL; an explicit cache made with the SDK
+is named with ``GeminiSettings(extra_config={"cached_content": ...})``).
 
 Tool choice: ``tool`` → ``ANY`` with the one name, ``any`` → ``ANY``, ``none`` → ``NONE``,
 ``auto`` → ``AUTO``; ``GeminiSettings`` adds ``VALIDATED``, several allowed names, safety
@@ -179,12 +186,34 @@ def _unsupported(s: ModelSettings, refuse: Refuse) -> None:
     if s.speed == "fast":
         refuse("speed='fast' is an Anthropic fast mode; Gemini has none")
     if s.mcp_servers:
-        refuse("the Gemini API has no MCP connector (mcp_servers)")
+        refuse(
+            "the Gemini API has no MCP connector (mcp_servers); connect the server with "
+            "dive.mcp (MCPServerStreamableHTTP) and pass it as a toolset instead"
+        )
+    if s.caching is False:
+        refuse(
+            "caching=False cannot be honoured: Gemini caches prompt prefixes implicitly and "
+            "has no switch to turn that off; leave caching unset"
+        )
+    if s.service_tier is not None and service_tier(s) is None:
+        refuse(
+            f"service_tier {s.service_tier!r} is not a Gemini service tier; use one of "
+            f"{', '.join(SERVICE_TIERS)}"
+        )
     if s.context_management is not None:
         refuse(
             "context_management is Anthropic's server-side context editing and compaction; "
             "Gemini has none (use dive.compaction for client-side compaction)"
         )
+
+
+SERVICE_TIERS = ("flex", "standard", "priority")
+
+
+def service_tier(s: ModelSettings) -> str | None:
+    """``s.service_tier`` as Gemini's ``serviceTier`` (lower case), or None if it has none."""
+    tier = (s.service_tier or "").lower()
+    return tier if tier in SERVICE_TIERS else None
 
 
 def check_settings(
@@ -310,6 +339,11 @@ def build_config(
         config["thinking_config"] = thinking
     if gs.safety_settings:
         config["safety_settings"] = [x.to_config() for x in gs.safety_settings]
+    tier = service_tier(s)
+    if tier is not None:
+        config["service_tier"] = tier
+    if s.metadata:
+        config["labels"] = dict(s.metadata)
     if s.request_headers:
         config["http_options"] = {"headers": dict(s.request_headers)}
     config.update(thaw(gs.extra_config))

@@ -7,7 +7,6 @@ vendor errors become ``ProviderError`` subclasses. Finish reasons are kept raw (
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any, cast
@@ -18,7 +17,6 @@ from google.genai import types
 from pydantic import ValidationError
 
 from dive.errors import (
-    MissingCredentialsError,
     ProviderConnectionError,
     ProviderError,
     ProviderTimeoutError,
@@ -45,6 +43,7 @@ from dive.llm import (
 )
 from dive.messages import ProviderState, TextBlock, ThinkingBlock, ToolCall
 from dive.providers._calls import generate_with_retry, stream_with_retry
+from dive.providers._credentials import LazyClient, resolve
 from dive.providers._retry import (
     RetryPolicy,
     connect_error,
@@ -118,6 +117,24 @@ def translate(exc: BaseException) -> ProviderError | UserError:
         conn.retryable = True
         return conn
     return StreamInterruptedError(f"{LABEL}: the stream failed: {exc!r}", provider=LABEL)
+
+
+def _gemini_client(api_key: str | None, base_url: str | None, vertexai: bool) -> Any:
+    """A ``google.genai.Client`` from what was given and the environment, read now."""
+    creds = resolve(
+        title="Gemini",
+        api_key=api_key,
+        key_envs=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        base_url=base_url,
+        base_envs=("GEMINI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"),
+        key_required=not vertexai,
+        alternatives="; or use vertexai=True",
+    )
+    register_secret(creds.key)
+    url = creds.base_url
+    options = types.HttpOptions(base_url=url, retry_options=None) if url else None
+    key = creds.key or (None if vertexai else "unused")
+    return genai.Client(api_key=key, vertexai=vertexai or None, http_options=options)
 
 
 def _dump(obj: Any) -> Json:
@@ -270,9 +287,13 @@ class GeminiModel:
         settings: Gemini-specific request settings (safety settings, function calling mode
             and allowed names, Gemini's own tools, extra config fields).
 
+    Nothing is read or checked when the model is built: the client is made at the first
+    request, from ``api_key`` (or ``GEMINI_API_KEY``, ``GOOGLE_API_KEY``) and ``base_url``
+    (or ``GEMINI_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL``); a base URL alone needs no key.
+
     Raises:
-        MissingCredentialsError: no API key was given or found (and neither ``client`` nor
-            ``vertexai``).
+        MissingCredentialsError: at the first request, when no API key was given or found
+            (and neither ``client``, a base URL nor ``vertexai``).
     """
 
     def __init__(
@@ -288,23 +309,26 @@ class GeminiModel:
         pricing: PricingInfo | None = None,
         settings: GeminiSettings | None = None,
     ) -> None:
-        if client is None:
-            key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-            if not key and not vertexai:
-                raise MissingCredentialsError(
-                    "no Gemini API key: set GEMINI_API_KEY (or GOOGLE_API_KEY), or pass api_key="
-                )
-            options = types.HttpOptions(base_url=base_url, retry_options=None) if base_url else None
-            client = genai.Client(api_key=key, vertexai=vertexai or None, http_options=options)
-        self._client: Any = client
-        inner = getattr(client, "_api_client", None)  # where google-genai keeps the key
-        register_secret(getattr(inner, "api_key", None))  # error texts never echo it
+        register_secret(api_key)  # error texts never echo it
+
+        def build() -> Any:
+            return _gemini_client(api_key, base_url, vertexai)
+
+        self._clients = LazyClient(build, client)
+        if client is not None:
+            inner = getattr(client, "_api_client", None)  # where google-genai keeps the key
+            register_secret(getattr(inner, "api_key", None))
         self._model = model
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
         self.settings = settings or GeminiSettings()
         self._warn = WarnOnce()
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built at the first request (credentials are read then)."""
+        return self._clients.get()
 
     @property
     def name(self) -> str:
@@ -361,17 +385,19 @@ class GeminiModel:
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         args = self._args(request)
+        client = self._client
 
         async def create() -> Any:
-            return await self._client.aio.models.generate_content(**args)
+            return await client.aio.models.generate_content(**args)
 
         raw = await generate_with_retry(create, translate, self.retry)
         response = map_response(_dump(raw), self._model)
         return replace(response, usage=response.usage.with_cost(self._cost(response.usage)))
 
     async def aclose(self) -> None:
-        """Close the SDK client."""
-        close = getattr(self._client.aio, "aclose", None)
+        """Close the SDK client, if a request ever built it."""
+        client = self._clients.built
+        close = None if client is None else getattr(client.aio, "aclose", None)
         if close is not None:
             await close()
 

@@ -3,7 +3,8 @@
 Each tool result is its own ``role: "tool"`` message; thinking and provider state are never
 sent. Streams are turned into dive's Anthropic-shaped events: text and each tool call (keyed
 by the chunk's ``index``) become content blocks. A stream is complete once a
-``finish_reason`` arrived; one that ends without it was interrupted.
+``finish_reason`` arrived; one that ends without it was interrupted. ``mcp_servers`` are
+refused (Chat Completions has no remote MCP tool).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
-from dive.errors import StreamInterruptedError
+from dive.errors import StreamInterruptedError, UnsupportedSettingError
 from dive.llm import (
     ContentBlockDelta,
     ContentBlockStart,
@@ -23,6 +24,7 @@ from dive.llm import (
     MessageStop,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     StreamEvent,
     TextDelta,
     parse_tool_arguments,
@@ -101,6 +103,20 @@ def _messages(system: str, history: Sequence[Message], role: str) -> list[Json]:
     return out
 
 
+def check_chat_settings(s: ModelSettings) -> None:
+    """Refuse what Chat Completions cannot do: remote MCP servers.
+
+    Raises:
+        UnsupportedSettingError: ``mcp_servers`` is set.
+    """
+    if s.mcp_servers:
+        raise UnsupportedSettingError(
+            "mcp_servers cannot be sent through Chat Completions, which has no remote MCP "
+            "tool: use OpenAIResponsesModel ('openai:' models), or connect the server with "
+            "dive.mcp and pass it as a toolset"
+        )
+
+
 def chat_request(request: ModelRequest, model: str, *, system_role: str = "system") -> Json:
     """Keyword arguments for ``client.chat.completions.create`` (without ``stream``).
 
@@ -108,7 +124,11 @@ def chat_request(request: ModelRequest, model: str, *, system_role: str = "syste
         request: the provider-neutral request.
         model: the model id.
         system_role: the role the system prompt is sent with (``system`` or ``developer``).
+
+    Raises:
+        UnsupportedSettingError: a setting Chat Completions cannot honour (``mcp_servers``).
     """
+    check_chat_settings(request.settings)
     s = request.settings
     kwargs: Json = {
         "model": model,

@@ -8,7 +8,6 @@ OpenAI-compatible servers (Ollama, vLLM, OpenRouter, …) use ``OpenAIChatModel`
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import replace
@@ -16,11 +15,28 @@ from typing import Any
 
 import openai
 
-from dive.errors import MissingCredentialsError, ProviderError, UserError
-from dive.llm import MessageDelta, ModelRequest, ModelResponse, PricingInfo, StreamEvent, cost_of
+from dive.errors import ProviderError, UserError
+from dive.llm import (
+    MessageDelta,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    PricingInfo,
+    StreamEvent,
+    cost_of,
+)
 from dive.providers._calls import generate_with_retry, stream_with_retry
+from dive.providers._credentials import LazyClient, resolve
+from dive.providers._mcp import remote_servers
 from dive.providers._retry import RetryPolicy
-from dive.providers.openai._chat import DONE, ChatMapper, chat_request, chat_response, sse_data
+from dive.providers.openai._chat import (
+    DONE,
+    ChatMapper,
+    chat_request,
+    chat_response,
+    check_chat_settings,
+    sse_data,
+)
 from dive.providers.openai._errors import translate
 from dive.providers.openai._responses import ResponsesMapper, responses_request, responses_response
 from dive.providers.openai._usage import as_json
@@ -38,19 +54,32 @@ def _dump(obj: Any) -> dict[str, Any]:
 class _OpenAIBase:
     """Client construction, pricing and the shared call plumbing.
 
+    Nothing is read or checked when the model is built: the client is made at the first
+    request, from ``api_key`` or ``key_env`` and ``base_url`` or ``<PROVIDER>_BASE_URL``
+    (``OPENAI_BASE_URL``, ``OLLAMA_BASE_URL``, …), then ``default_base_url``; a base URL given
+    by argument or variable needs no key.
+
     Args:
         model: the model id (``gpt-5``, ``gpt-4.1``, or a compatible server's name).
-        client: a ready ``openai.AsyncOpenAI`` (then ``api_key``, ``base_url`` and ``timeout`` are
-            not used).
-        api_key: the API key (default: the ``key_env`` variable).
-        base_url: another endpoint (a compatible server, a proxy, a local simulator).
-        provider: the provider label (``openai``, ``ollama``, ``groq``, ...), in usage, traces and
-            errors.
+        client: a ready ``openai.AsyncOpenAI`` (then ``api_key``, ``base_url`` and ``timeout``
+            are not used); its own retries are turned off.
+        api_key: the API key (default: the ``key_env`` variable, at the first request).
+        base_url: another endpoint (a compatible server, a proxy, a local simulator; default:
+            ``<PROVIDER>_BASE_URL``, then ``default_base_url``, then OpenAI's API).
+        provider: the provider label (``openai``, ``ollama``, ``groq``, ...), in usage, traces
+            and errors.
         key_env: the environment variable that holds the key (``OPENAI_API_KEY``).
         retry: the retry policy (default ``RetryPolicy()``); the SDK's own retries are off.
         streaming: stream responses or not.
         pricing: prices that replace the ``genai-prices`` ones.
         timeout: seconds for one request (the SDK's default when None).
+        default_base_url: where a preset's server is when no base URL is set (unlike
+            ``base_url``, it does not make the key optional).
+        key_required: False for servers that never need a key (Ollama, vLLM, llama.cpp).
+
+    Raises:
+        MissingCredentialsError: at the first request, when a key is required and neither
+            a key nor a base URL is set.
     """
 
     api = ""
@@ -68,25 +97,42 @@ class _OpenAIBase:
         streaming: bool = True,
         pricing: PricingInfo | None = None,
         timeout: float | None = None,
+        default_base_url: str | None = None,
+        key_required: bool = True,
     ) -> None:
-        if client is None:
-            key = api_key or os.environ.get(key_env)
-            if not key and base_url is None:
-                raise MissingCredentialsError(
-                    f"no API key for {provider}: set {key_env} or pass api_key= (or client=)"
-                )
-            client = openai.AsyncOpenAI(
-                api_key=key or "unused", base_url=base_url, max_retries=0, timeout=timeout
+        register_secret(api_key)  # error texts never echo it
+
+        def build() -> Any:
+            creds = resolve(
+                title="OpenAI" if provider == "openai" else provider,
+                api_key=api_key,
+                key_envs=(key_env,),
+                base_url=base_url,
+                base_envs=(f"{provider.upper().replace('-', '_')}_BASE_URL",),
+                key_required=key_required,
             )
-        else:
+            register_secret(creds.key)
+            return openai.AsyncOpenAI(
+                api_key=creds.key or provider,
+                base_url=creds.base_url or default_base_url,
+                max_retries=0,
+                timeout=timeout,
+            )
+
+        if client is not None:
             client = client.with_options(max_retries=0)
-        self._client: Any = client
-        register_secret(getattr(client, "api_key", None))  # error texts never echo it
+            register_secret(getattr(client, "api_key", None))
+        self._clients = LazyClient(build, client)
         self._model = model
         self._provider = provider
         self.retry = retry or RetryPolicy()
         self._streaming = streaming
         self.pricing = pricing
+
+    @property
+    def _client(self) -> Any:
+        """The SDK client, built at the first request (credentials are read then)."""
+        return self._clients.get()
 
     @property
     def name(self) -> str:
@@ -114,17 +160,26 @@ class _OpenAIBase:
         return cost_of(usage, provider=self._provider, model=self._model, override=self.pricing)
 
     async def aclose(self) -> None:
-        """Close the SDK client (its HTTP connections)."""
-        await self._client.close()
+        """Close the SDK client (its HTTP connections), if a request ever built it."""
+        client = self._clients.built
+        if client is not None:
+            await client.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._model!r})"
 
 
 class OpenAIResponsesModel(_OpenAIBase):
-    """An OpenAI model through the Responses API (reasoning items replayed verbatim)."""
+    """An OpenAI model through the Responses API (reasoning items replayed verbatim).
+
+    ``ModelSettings(mcp_servers=...)`` become hosted ``mcp`` tools.
+    """
 
     api = "responses"
+
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse malformed ``mcp_servers`` (``UserError``) before any request."""
+        remote_servers(settings)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         kwargs = responses_request(request, self._model)
@@ -147,9 +202,10 @@ class OpenAIResponsesModel(_OpenAIBase):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = responses_request(request, self._model)
+        client = self._client
 
         async def create() -> ModelResponse:  # a failed response is retried like any error
-            raw = await self._client.responses.create(**kwargs)
+            raw = await client.responses.create(**kwargs)
             return responses_response(_dump(raw), self._model)
 
         response = await generate_with_retry(create, self._translate, self.retry)
@@ -194,6 +250,10 @@ class OpenAIChatModel(_OpenAIBase):
 
     api = "chat_completions"
 
+    def check_settings(self, settings: ModelSettings) -> None:
+        """Refuse what Chat Completions cannot do (``mcp_servers``) before any request."""
+        check_chat_settings(settings)
+
     def __init__(self, model: str, *, system_role: str = "system", **kwargs: Any) -> None:
         super().__init__(model, **kwargs)
         self.system_role = system_role
@@ -224,9 +284,10 @@ class OpenAIChatModel(_OpenAIBase):
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
         kwargs = chat_request(request, self._model, system_role=self.system_role)
+        client = self._client
 
         async def create() -> Any:
-            return await self._client.chat.completions.create(**kwargs)
+            return await client.chat.completions.create(**kwargs)
 
         raw = await generate_with_retry(create, self._translate, self.retry)
         response = chat_response(_dump(raw), self._model)

@@ -41,6 +41,7 @@ from dive.messages import (
     ToolCall,
 )
 from dive.providers._history import sendable
+from dive.providers._mcp import RemoteServer, remote_servers
 from dive.providers.openai._errors import stream_error
 from dive.providers.openai._usage import as_json, obj, responses_usage
 
@@ -118,6 +119,21 @@ def _input(history: Sequence[Message]) -> list[Json]:
     return items
 
 
+def _mcp_tool(server: RemoteServer) -> Json:
+    """A hosted ``mcp`` tool; approval is never asked (dive has no round trip for it)."""
+    out: Json = {
+        "type": "mcp",
+        "server_label": server.name,
+        "server_url": server.url,
+        "require_approval": "never",
+    }
+    if server.authorization_token is not None:
+        out["authorization"] = server.authorization_token
+    if server.allowed_tools is not None:
+        out["allowed_tools"] = list(server.allowed_tools)
+    return out
+
+
 def responses_request(request: ModelRequest, model: str) -> Json:
     """Keyword arguments for ``client.responses.create`` (without ``stream``).
 
@@ -134,7 +150,8 @@ def responses_request(request: ModelRequest, model: str) -> Json:
     }
     if request.system:
         kwargs["instructions"] = request.system
-    if request.tools:
+    hosted = [_mcp_tool(server) for server in remote_servers(s) if server.enabled]
+    if request.tools or hosted:
         kwargs["tools"] = [
             {
                 "type": "function",
@@ -143,9 +160,9 @@ def responses_request(request: ModelRequest, model: str) -> Json:
                 "parameters": dict(d.input_schema),
             }
             for d in request.tools
-        ]
-        if s.parallel_tool_calls is not None:
-            kwargs["parallel_tool_calls"] = s.parallel_tool_calls
+        ] + hosted
+    if request.tools and s.parallel_tool_calls is not None:
+        kwargs["parallel_tool_calls"] = s.parallel_tool_calls
     tc = s.tool_choice
     if tc is not None and (request.tools or tc.type == "none"):
         kwargs["tool_choice"] = (

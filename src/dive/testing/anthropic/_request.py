@@ -263,6 +263,10 @@ def _tools(value: object) -> tuple[Block, ...]:
                 )
             if as_dict(tool.get("input_schema")) is None:
                 raise invalid_request(f"{path}.custom.input_schema: Field required")
+        elif kind == "mcp_toolset":  # names its MCP server instead (checked in ``_mcp``)
+            _check_cache_control(tool, path)
+            blocks.append(Block(tier="tools", path=path, data=tool, index=i))
+            continue
         elif not isinstance(name, str):
             raise invalid_request(f"{path}.{kind}.name: Field required")
         if name in names:

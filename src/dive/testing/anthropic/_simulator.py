@@ -12,8 +12,11 @@ One ``POST /v1/messages`` goes through these steps (``_messages``):
    is committed, and the message is written as JSON or as an SSE stream (cut, errored or
    malformed as scripted).
 
-``POST /v1/messages/count_tokens`` runs steps 2 and 3's token count only. Every response
-carries ``request-id``; every request is recorded in ``requests``.
+Step 2 includes the MCP connector's shape (``_mcp``: ``mcp_servers`` and ``mcp_toolset``
+tools, with their beta flag). ``POST /v1/messages/count_tokens`` runs steps 2 and 3's token
+count only. Vertex AI's and Bedrock's URL shapes (``_platforms``) are the same two
+endpoints under another path and body convention; Bedrock streams in AWS event-stream
+frames. Every response carries ``request-id``; every request is recorded in ``requests``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from dive.testing.anthropic._cache import (
 )
 from dive.testing.anthropic._errors import APIErrorAnswer, default_message
 from dive.testing.anthropic._http import Outcome, SimHTTPServer
+from dive.testing.anthropic._mcp import check_mcp
 from dive.testing.anthropic._models import min_cacheable_tokens
 from dive.testing.anthropic._outcomes import (
     StreamFault,
@@ -44,6 +48,12 @@ from dive.testing.anthropic._outcomes import (
     fault_outcome,
     json_outcome,
     stream_outcome,
+)
+from dive.testing.anthropic._platforms import (
+    PlatformRoute,
+    bedrock_outcome,
+    match_platform,
+    platform_body,
 )
 from dive.testing.anthropic._render import Issuer, finalize_content, message_events, render_message
 from dive.testing.anthropic._request import ParsedRequest, as_dict, error_for_body, parse_request
@@ -178,9 +188,9 @@ class AnthropicSimulator(SimulatorBase):
 
     @property
     def message_requests(self) -> list[SimRequest]:
-        """The recorded ``POST /v1/messages`` requests."""
+        """The recorded message requests: ``POST /v1/messages``, and Vertex's and Bedrock's."""
         with self._lock:
-            return [r for r in self.requests if r.path.split("?", 1)[0] == MESSAGES_PATH]
+            return [r for r in self.requests if _is_message_route(r.path.split("?", 1)[0])]
 
     def issued_thinking(self, signature: str) -> str | None:
         """The thinking text issued with a signature (None if this simulator never issued it).
@@ -210,9 +220,11 @@ class AnthropicSimulator(SimulatorBase):
             self.requests.append(recorded)
         try:
             route = path.split("?", 1)[0].rstrip("/")
+            platform = match_platform(route)
             if raw is None:
                 raise APIErrorAnswer(413, default_message("request_too_large"))
-            if method != "POST" or route not in (MESSAGES_PATH, COUNT_TOKENS_PATH):
+            known = route in (MESSAGES_PATH, COUNT_TOKENS_PATH) or platform is not None
+            if method != "POST" or not known:
                 raise APIErrorAnswer(404, default_message("not_found_error"))
             if not headers.get("x-api-key") and not headers.get("authorization"):
                 raise APIErrorAnswer(401, "x-api-key header is required")
@@ -221,6 +233,8 @@ class AnthropicSimulator(SimulatorBase):
             betas = frozenset(
                 b.strip() for b in headers.get("anthropic-beta", "").split(",") if b.strip()
             )
+            if platform is not None:
+                return self._platform(platform, body, betas, request_id)
             if route == COUNT_TOKENS_PATH:
                 return self._count_tokens(body, betas, request_id)
             return self._messages(body, betas, request_id)
@@ -232,10 +246,25 @@ class AnthropicSimulator(SimulatorBase):
             answer = APIErrorAnswer(500, f"AnthropicSimulator internal error: {exc!r}")
             return error_outcome(answer, request_id)
 
+    def _platform(
+        self, route: PlatformRoute, body: object, betas: frozenset[str], request_id: str
+    ) -> Outcome:
+        """A Vertex AI or Bedrock request, answered by the Messages handler."""
+        try:
+            messages, betas = platform_body(route, body, betas)
+            if route.count:
+                outcome = self._count_tokens(messages, betas, request_id)
+            else:
+                outcome = self._messages(messages, betas, request_id)
+        except APIErrorAnswer as answer:
+            outcome = error_outcome(answer, request_id)
+        return bedrock_outcome(outcome, request_id) if route.platform == "bedrock" else outcome
+
     def _checked(
         self, body: object, betas: frozenset[str], *, count_only: bool
     ) -> tuple[ParsedRequest, CachePlan]:
         request = parse_request(body, count_only=count_only, betas=betas)
+        check_mcp(request.body, betas)
         validate(
             request,
             issued_thinking=self._issuer.issued_thinking,
@@ -323,6 +352,13 @@ class AnthropicSimulator(SimulatorBase):
                 headers={"x-should-retry": "false"},
             ) from exc
         return resolved
+
+
+def _is_message_route(route: str) -> bool:
+    if route == MESSAGES_PATH:
+        return True
+    platform = match_platform(route)
+    return platform is not None and not platform.count
 
 
 @contextmanager

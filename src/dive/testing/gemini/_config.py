@@ -25,6 +25,8 @@ messages are modelled on the API's; those marked (sim) are the simulator's own w
 3. ``safetySettings``: known categories and thresholds, each category once (sim).
 4. ``functionResponse.parts`` (multimodal function responses) only on Gemini 3 models:
    ``Multimodal function responses are not supported by models/<id>.`` (sim)
+5. ``serviceTier`` is ``unspecified``, ``standard``, ``flex`` or ``priority`` (either case);
+   ``labels`` maps strings to strings (sim).
 
 Models the table does not know (tuned models, future families) get the checks that do not
 depend on the model.
@@ -98,6 +100,7 @@ def check_options(request: ParsedRequest, model: str) -> None:
         _check_thinking(thinking, family, model)
     _check_tool_config(request.body)
     _check_safety(request.body)
+    _check_tier_and_labels(request.body)
     if family.thinking != "level":
         for content in request.contents:
             for part in content.parts:
@@ -173,6 +176,25 @@ def _check_tool_config(body: Mapping[str, Any]) -> None:
                 f"allowed_function_names contains `{name}`, which is not the name of a "
                 "declared function."
             )
+
+
+_SERVICE_TIERS = ("unspecified", "standard", "flex", "priority")
+
+
+def _check_tier_and_labels(body: Mapping[str, Any]) -> None:
+    tier = _get(body, "serviceTier", "service_tier")
+    if tier is not None and str(tier).lower() not in _SERVICE_TIERS:
+        raise invalid_argument(
+            f"Invalid value at 'service_tier' ({_TYPES}.ServiceTier), \"{tier}\""
+        )
+    labels = body.get("labels")
+    if labels is None:
+        return
+    pairs = as_dict(labels)
+    if pairs is None or not all(isinstance(v, str) for v in pairs.values()):
+        raise invalid_argument(
+            "Invalid JSON payload received. 'labels' must map strings to strings."
+        )
 
 
 def _check_safety(body: Mapping[str, Any]) -> None:

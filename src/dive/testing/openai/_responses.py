@@ -5,7 +5,10 @@ Validation runs in this order, the first failure wins (sim choice):
 1. shape: ``model``; ``input`` a string or a list of objects; message items with a role and
    content; ``function_call`` items with ``call_id``, ``name`` and string ``arguments``;
    ``function_call_output`` items with ``call_id`` and ``output``; reasoning items with ``id``
-   and ``summary``; flat function tools with a ``name``; ``max_output_tokens`` ≥ 16;
+   and ``summary``; flat function tools with a ``name``; hosted ``mcp`` tools with a
+   ``server_label``, a ``server_url`` (or ``connector_id``) and a ``require_approval`` of
+   ``always``, ``never`` or an object (sim: the servers are never called);
+   ``max_output_tokens`` ≥ 16;
 2. ``previous_response_id`` names a stored response (its input and output are prepended);
 3. ``item_reference`` items name a stored item;
 4. reasoning items replayed: an ``encrypted_content`` must be one this simulator issued for
@@ -118,6 +121,8 @@ def validate_responses(
             raise invalid_type(f"tools[{n}]", "an object", raw)
         if tool.get("type") == "function" and not isinstance(tool.get("name"), str):
             raise missing_parameter(f"tools[{n}].name")
+        if tool.get("type") == "mcp":
+            _check_mcp_tool(tool, n)
     limit = body.get("max_output_tokens")
     if isinstance(limit, int) and not isinstance(limit, bool) and limit < 16:
         raise invalid_request(
@@ -164,6 +169,20 @@ def validate_responses(
         items=tuple(every),
         new_items=tuple(new_items),
     )
+
+
+def _check_mcp_tool(tool: Mapping[str, Any], n: int) -> None:
+    if not isinstance(tool.get("server_label"), str):
+        raise missing_parameter(f"tools[{n}].server_label")
+    if not isinstance(tool.get("server_url"), str) and not isinstance(
+        tool.get("connector_id"), str
+    ):
+        raise missing_parameter(f"tools[{n}].server_url")
+    approval = tool.get("require_approval")
+    if approval is not None and approval not in ("always", "never") and _dict(approval) is None:
+        raise invalid_type(
+            f"tools[{n}].require_approval", "'always', 'never' or an object", approval
+        )
 
 
 def _check_item(raw: object, n: int) -> None:
