@@ -14,7 +14,8 @@ process answers a turn the same way: the prompt ``plan: a:x, b:y; c:z`` asks for
 with the argument ``key``. Every tool appends a line
 ``<tool> <arg> <pid>`` to the file named by ``DIVE_TEST_EFFECTS`` when it starts; with
 ``DIVE_TEST_BLOCK`` set to a tool's name, that tool blocks after announcing itself (so the
-test can SIGKILL the worker mid-call).
+test can SIGKILL the worker mid-call); set to ``model``, the model does (a line
+``model <messages> <pid>``).
 """
 
 from __future__ import annotations
@@ -90,9 +91,13 @@ class Brain:
         return ModelResponse(content=(TextBlock(text=answer),), stop_reason="end_turn", usage=usage)
 
     async def generate(self, request: ModelRequest) -> ModelResponse:
+        await _maybe_block("model")
         return self.respond(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        if os.environ.get("DIVE_TEST_BLOCK") == "model":
+            _announce("model", str(len(request.messages)))
+        await _maybe_block("model")
         for event in response_to_events(self.respond(request)):
             yield event
 

@@ -92,3 +92,21 @@ async def test_twenty_turns_at_once_on_two_workers(tmp_path: Path) -> None:
     by_worker = Counter(line.split()[2] for line in env.effect_lines())
     assert sum(by_worker.values()) == 60  # every call ran exactly once
     assert set(by_worker) == {str(w.pid) for w in pair}  # both workers did work
+
+
+async def test_a_worker_killed_during_a_model_call_is_retried_on_another(tmp_path: Path) -> None:
+    async with environment(tmp_path, in_process_worker=False) as env:
+        with workers(env, "model") as (first,):
+            await first.ready()
+            handle = await env.agent.start(
+                "plan: lookup:9", client=env.client, task_queue=env.queue
+            )
+            await env.wait_for_effect("model")
+            first.kill()
+            with workers(env, None) as (second,):
+                await second.ready()
+                result = await handle.result()
+    assert result.status == "completed"
+    assert result.output == "done: v9"
+    assert result.turn.model_calls == 2  # the lost call is not counted twice
+    assert env.effect_lines() == [f"model 1 {first.pid}", f"lookup 9 {second.pid}"]
