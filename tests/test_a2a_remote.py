@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from dive.a2a import RemoteAgent, a2a_app
-from dive.agent import Agent, AgentEvent, ToolStreamEvent
+from dive.agent import Agent, AgentEvent
 from dive.llm import ModelRequest, ModelResponse
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
+from dive.tools import ToolStreamEvent
 from tests._serve import serve
 from tests.a2a_agents import banker
 

@@ -15,12 +15,9 @@ from dive.agent import (
     AgentEvent,
     Limits,
     MessageEvent,
-    Reminder,
     ToolCallEvent,
     ToolCallResultEvent,
     TurnEndedEvent,
-    find_latest_reminder,
-    find_latest_turn_outcome,
 )
 from dive.agent._agent import REMINDER_RULE
 from dive.agent._loop import FINAL_ANSWER_TEXT
@@ -43,7 +40,7 @@ from dive.tracing import (
     ToolCallInfo,
     ToolSpan,
 )
-from dive.turns import NOT_RUN_TEXT
+from dive.turns import NOT_RUN_TEXT, Reminder, find_latest_reminder, find_latest_turn_outcome
 
 # --- helpers ----------------------------------------------------------------------------------
 

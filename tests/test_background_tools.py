@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import asyncio
 
-from dive.agent import (
-    Agent,
-    BackgroundTaskHandle,
-    HookContext,
-    Hooks,
-    await_background_tasks,
-    find_reminder,
-)
+from dive.agent import Agent, BackgroundTaskHandle, HookContext, Hooks, await_background_tasks
 from dive.messages import ToolResult
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.tools import Background, Suspend, ToolContext, tool
+from dive.turns import find_reminder
 
 
 async def test_the_model_gets_a_started_result_and_the_task_outlives_the_turn() -> None:

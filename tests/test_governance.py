@@ -13,7 +13,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 from pydantic import BaseModel
@@ -21,14 +21,11 @@ from pydantic import BaseModel
 from dive.agent import (
     Agent,
     ApprovalDecision,
-    CancelToken,
     HookContext,
     Hooks,
     RunResult,
     ToolApproval,
-    ToolCallRecord,
     ToolCallResultEvent,
-    Turn,
     allow,
     deny,
 )
@@ -38,6 +35,7 @@ from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
 from dive.tools import (
     FunctionTool,
+    Governance,
     Tool,
     ToolAnnotations,
     ToolContext,
@@ -56,6 +54,7 @@ from dive.tracing import (
     ToolCallInfo,
     ToolSpan,
 )
+from dive.turns import CancelToken, ToolCallRecord, Turn
 
 GUARD = 3.0  # seconds: a deadlocked test fails instead of hanging
 NAME = "governed"
@@ -104,7 +103,7 @@ def by_typed_tool(behave: Behave, gov: Mapping[str, Any], ann: ToolAnnotations |
         input_model = Empty
         tool_name = NAME
         tool_annotations = ann or ToolAnnotations()
-        governance: ClassVar[Mapping[str, Any]] = dict(gov)
+        governance: ClassVar[Governance] = cast(Governance, dict(gov))
 
         async def run(self, input: Empty, ctx: ToolContext) -> ToolOutput:
             return await behave(ctx)

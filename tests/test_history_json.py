@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from dive.errors import MessageValidationError
 from dive.messages import (
     Base64Source,
     CacheControl,
     DocumentBlock,
     ImageBlock,
     Message,
-    MessageValidationError,
     ProviderState,
     RedactedThinkingBlock,
     ServerToolCall,

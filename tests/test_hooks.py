@@ -17,16 +17,11 @@ from dive.agent import (
     HookContext,
     Hooks,
     Limits,
-    Reminder,
     RunResult,
     SessionStartResult,
     StopDecision,
     ToolCallEvent,
     ToolCallResultEvent,
-    TurnOutcome,
-    find_latest_reminder,
-    find_latest_turn_outcome,
-    find_reminder,
 )
 from dive.agent._agent import REMINDER_RULE
 from dive.errors import HookAbort
@@ -34,7 +29,14 @@ from dive.llm import ModelResponse, ModelSettings, ToolChoice
 from dive.messages import Message, TextBlock, ToolResult, validate_complete_turns
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import Tool, ToolReturn, tool
-from dive.turns import NOT_RUN_TEXT
+from dive.turns import (
+    NOT_RUN_TEXT,
+    Reminder,
+    TurnOutcome,
+    find_latest_reminder,
+    find_latest_turn_outcome,
+    find_reminder,
+)
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -10,9 +10,8 @@ from typing import cast
 
 import pytest
 
-from dive.errors import ToolDefinitionError
+from dive.errors import MessageValidationError, ToolDefinitionError
 from dive.messages import (
-    EMPTY,
     OBJECT_SCHEMA,
     Base64Source,
     CacheControl,
@@ -20,7 +19,6 @@ from dive.messages import (
     FileSource,
     ImageBlock,
     Message,
-    MessageValidationError,
     ProviderState,
     RedactedThinkingBlock,
     RiskLevel,
@@ -38,6 +36,7 @@ from dive.messages import (
     messages_from_json,
     messages_to_json,
 )
+from dive.messages.codec import EMPTY
 
 # --- constructors and derived fields ---------------------------------------------------------
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
+from dive.errors import IncompleteToolTurnError
 from dive.messages import (
     Base64Source,
     CacheControl,
@@ -18,7 +19,6 @@ from dive.messages import (
     DocumentBlock,
     FileSource,
     ImageBlock,
-    IncompleteToolTurnError,
     JSONValue,
     Message,
     MessageKind,

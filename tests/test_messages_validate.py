@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from dive.errors import IncompleteToolTurnError
 from dive.messages import (
-    IncompleteToolTurnError,
     Message,
     RedactedThinkingBlock,
     TextBlock,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dive.agent import Agent, HookContext, Hooks, ToolApproval, Turn
+from dive.agent import Agent, HookContext, Hooks, ToolApproval
 from dive.messages import Message, ToolResult
 from dive.permissions import (
     ARGUMENT_KEY,
@@ -28,6 +28,7 @@ from dive.permissions import (
 from dive.sessions import MemorySessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
 from dive.tools import FunctionTool, Tool, ToolAnnotations
+from dive.turns import Turn
 
 
 class Kit:

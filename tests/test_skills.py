@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dive.agent import Agent, find_reminder
+from dive.agent import Agent
 from dive.errors import UserError
 from dive.sessions import MemorySessionStore
 from dive.skills import Skill, SkillLoader, discover_skills, substitute
 from dive.testing import ScriptedModel, call, text, tool_use
 from dive.tools import tool
+from dive.turns import find_reminder
 
 FIXTURE = Path(__file__).parent / "fixtures" / "skills_project"
 

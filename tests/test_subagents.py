@@ -10,14 +10,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from dive.agent import (
-    Agent,
-    BackgroundTaskHandle,
-    allow,
-    await_background_tasks,
-    deny,
-    find_reminder,
-)
+from dive.agent import Agent, BackgroundTaskHandle, allow, await_background_tasks, deny
 from dive.errors import UserError
 from dive.llm import Usage
 from dive.messages.codec import decode, dumps
@@ -32,7 +25,7 @@ from dive.subagents import (
 )
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import Suspend, ToolAnnotations, tool
-from dive.turns import Turn
+from dive.turns import Turn, find_reminder
 
 USED = Usage(input_tokens=100, output_tokens=20, requests=1, cost=0.01)
 

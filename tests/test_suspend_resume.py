@@ -20,14 +20,11 @@ from dive.agent import (
     Agent,
     AgentEvent,
     ApprovalDecision,
-    CancelToken,
     HookContext,
     Hooks,
-    SuspensionState,
     ToolApproval,
     ToolCallEvent,
     ToolCallResultEvent,
-    Turn,
     TurnEndedEvent,
     allow,
     ask,
@@ -51,7 +48,7 @@ from dive.messages import Message, TextBlock, ToolCall, ToolResult, validate_com
 from dive.sessions import MemorySessionStore, SQLiteSessionStore
 from dive.testing import ScriptedModel, ScriptItem, call, text, tool_use
 from dive.tools import Background, Suspend, Tool, ToolReturn, tool
-from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT, CancelToken, SuspensionState, Turn
 from tests.conftest import fresh_pg_store, postgres_dsn
 from tests.suspend_child import METADATA as CHILD_METADATA
 

@@ -19,10 +19,7 @@ from dive.agent import (
     Hooks,
     RunResult,
     ToolCallEvent,
-    ToolCallRecord,
     ToolCallResultEvent,
-    ToolProgressEvent,
-    ToolStreamEvent,
 )
 from dive.errors import ToolFatalError
 from dive.messages import (
@@ -42,10 +39,13 @@ from dive.tools import (
     ToolAnnotations,
     ToolContext,
     ToolOutput,
+    ToolProgressEvent,
     ToolReturn,
+    ToolStreamEvent,
     TypedTool,
     tool,
 )
+from dive.turns import ToolCallRecord
 
 HALTED = "Not executed: an earlier tool call in this response failed."
 GUARD = 2.0  # seconds: a deadlocked test fails instead of hanging

@@ -1,26 +1,37 @@
-"""``@tool`` and ``FunctionTool`` spell out every keyword, so a typo is a type error."""
+"""``@tool`` and ``FunctionTool`` name every keyword (the governance ones through the
+``Governance`` TypedDict), so a typo is a type error."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from typing_extensions import Unpack
 
 from dive.messages import CacheControl, ToolDefinition, ToolRetryPolicy
-from dive.tools import FunctionTool, ToolAnnotations, tool
+from dive.tools import FunctionTool, Governance, ToolAnnotations, tool
 
 # ToolDefinition fields a tool's keywords do not set: they come from the function itself
 NOT_KEYWORDS = {"name", "description", "input_schema"}
 OPTIONS = {"name", "description", "annotations", "preview"}
 
 
-def _keywords(fn: Callable[..., Any]) -> dict[str, Any]:
+def _keywords(fn: Callable[..., Any]) -> set[str]:
+    """The keywords ``fn`` names: its keyword-only ones and those of its ``Unpack[...]``."""
     params = inspect.signature(fn).parameters.values()
-    assert not [p for p in params if p.kind is p.VAR_KEYWORD], "no **kwargs left"
-    return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
+    names = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+    for p in params:
+        if p.kind is p.VAR_KEYWORD:
+            hint = typing.get_type_hints(fn)[p.name]
+            assert typing.get_origin(hint) is Unpack, "no untyped **kwargs"
+            (typed,) = typing.get_args(hint)
+            assert typed is Governance
+            names |= set(typed.__optional_keys__)
+    return names
 
 
 def test_every_governance_field_is_a_keyword() -> None:

@@ -15,20 +15,18 @@ import pytest
 from dive.agent import (
     Agent,
     BackgroundTaskHandle,
-    CancelToken,
     HookContext,
     Hooks,
     ToolCallResultEvent,
     TurnEndedEvent,
     await_background_tasks,
-    find_reminder,
 )
 from dive.errors import RunCanceledError, SoftCanceled
 from dive.messages import validate_complete_turns
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import ToolContext, tool
-from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
+from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT, CancelToken, find_reminder
 from tests.test_turn_contract import (
     Collector,
     Counter,

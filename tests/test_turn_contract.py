@@ -17,7 +17,6 @@ import pytest
 from dive.agent import (
     Agent,
     AgentEvent,
-    CancelToken,
     HookContext,
     Hooks,
     IncompleteTurns,
@@ -25,14 +24,8 @@ from dive.agent import (
     MessageEvent,
     RunResult,
     ToolCallEvent,
-    ToolCallRecord,
     ToolCallResultEvent,
-    Turn,
     TurnEndedEvent,
-    TurnOutcome,
-    find_latest_reminder,
-    find_latest_turn_outcome,
-    find_turn_outcome,
 )
 from dive.errors import (
     ContinueWithInputError,
@@ -58,7 +51,17 @@ from dive.messages import (
 from dive.sessions import MemorySessionStore, Session
 from dive.testing import ScriptedModel, Step, call, text, tool_use
 from dive.tools import FunctionTool, tool
-from dive.turns import NOT_RUN_TEXT, UNKNOWN_TEXT
+from dive.turns import (
+    NOT_RUN_TEXT,
+    UNKNOWN_TEXT,
+    CancelToken,
+    ToolCallRecord,
+    Turn,
+    TurnOutcome,
+    find_latest_reminder,
+    find_latest_turn_outcome,
+    find_turn_outcome,
+)
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from dive.agent import (
     Agent,
     AgentEvent,
-    CancelToken,
     Durability,
     Limits,
     Runner,
@@ -43,7 +42,7 @@ from dive.messages import Message, TextBlock, ToolCall, validate_complete_turns
 from dive.sessions import MemorySessionStore
 from dive.testing import ScriptedModel, ScriptItem, Step, text
 from dive.tools import Suspend, ToolContext, tool
-from dive.turns import NOT_RUN_TEXT, Turn, recover_running_turn
+from dive.turns import NOT_RUN_TEXT, CancelToken, Turn, recover_running_turn
 from tests._stores import CopyingStore
 
 STOP_REASONS = [

@@ -7,16 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dive.messages import ToolCall, ToolDefinition
-from dive.turns import (
-    PHASE_STATE,
-    TRANSITIONS,
-    CallLedger,
-    LedgerError,
-    PendingToolCall,
-    Phase,
-    SuspensionState,
-    Transition,
-)
+from dive.turns import PendingToolCall, SuspensionState
+from dive.turns._engine import PHASE_STATE, TRANSITIONS, CallLedger, LedgerError, Phase, Transition
 
 TRANSITION_NAMES: list[Transition] = list(TRANSITIONS)
 STARTED: frozenset[Phase] = frozenset({"running", "suspended"})

@@ -39,6 +39,8 @@ Every exception dive raises on purpose derives from :class:`DiveError`. The fami
     │   └── UnsupportedSchemaError     the database or a record is newer than this dive
     ├── ToolError                      recorded on tool calls, never raised out of run()
     │   ├── UnknownToolError, BatchHaltedError, ToolPermissionError, ToolTimeoutError
+    ├── StepCheckpointError            a step checkpoint failed: the step it guarded did not run
+    ├── ToolResolutionError            a toolset failed, or tools of one call share a name
     ├── OutputValidationError          structured output never validated
     ├── TurnError                      raised by RunResult.raise_for_status()
     ├── LimitError                     a configured limit was reached
@@ -99,6 +101,7 @@ __all__ = [
     "StoreCorruptedError",
     "StoreError",
     "StoreFileReplacedError",
+    "StepCheckpointError",
     "StoreUnavailableError",
     "StreamInterruptedError",
     "SuspendedSessionError",
@@ -107,6 +110,7 @@ __all__ = [
     "ToolError",
     "ToolFatalError",
     "ToolPermissionError",
+    "ToolResolutionError",
     "ToolTimeoutError",
     "TurnError",
     "UnknownModelError",
@@ -460,6 +464,17 @@ class OutputValidationError(DiveError):
     def __init__(self, message: str, *, errors: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.errors = errors
+
+
+class StepCheckpointError(DiveError):
+    """A step checkpoint failed; the step it guarded did not run (the turn ends ``error``)."""
+
+
+class ToolResolutionError(DiveError):
+    """Tools could not be resolved for a model call (the turn ends ``error``).
+
+    A toolset raised, or two of the call's tools share a name.
+    """
 
 
 class TurnError(DiveError):

@@ -1,6 +1,6 @@
 """The agent loop: ``Agent``, its options, hooks, events, records and results."""
 
-from dive.agent._agent import DEFAULT, Agent, UserInput
+from dive.agent._agent import Agent, UserInput
 from dive.agent._approval import (
     ApprovalDecision,
     ApprovalPolicy,
@@ -19,8 +19,6 @@ from dive.agent._events import (
     ModelStreamEvent,
     ToolCallEvent,
     ToolCallResultEvent,
-    ToolProgressEvent,
-    ToolStreamEvent,
     TurnEndedEvent,
 )
 from dive.agent._extension import Extension
@@ -29,6 +27,7 @@ from dive.agent._hooks import (
     HOOK_POLICIES,
     Hook,
     HookContext,
+    HookPoint,
     HookPolicy,
     Hooks,
     SessionStartResult,
@@ -39,29 +38,11 @@ from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import ModelRetry, OutputMode, OutputValidator
 from dive.agent._outputs import to_tool_result
 from dive.agent._result import RunResult
+from dive.agent._runargs import DEFAULT, RunArgs, StreamArgs
 from dive.agent._runner import InProcessRunner, ModelCall, Runner, StepRef, ToolOutcome, ToolTask
 from dive.agent._stream import AgentStream
 from dive.agent._text import TextHandler
 from dive.agent._usage_limits import UsageLimits
-from dive.turns import (
-    CallState,
-    CancelToken,
-    PendingToolCall,
-    Reminder,
-    SuspensionState,
-    ToolCallRecord,
-    Turn,
-    TurnOrigin,
-    TurnOutcome,
-    TurnView,
-    close_turn,
-    find_latest_reminder,
-    find_latest_turn_outcome,
-    find_reminder,
-    find_turn_outcome,
-    remove_reminder,
-    strip_reminders,
-)
 
 __all__ = [
     "ApprovalDecision",
@@ -78,12 +59,11 @@ __all__ = [
     "await_background_tasks",
     "HOOK_POINTS",
     "HOOK_POLICIES",
+    "HookPoint",
     "HookPolicy",
     "Agent",
     "AgentEvent",
     "AgentStream",
-    "CallState",
-    "CancelToken",
     "Durability",
     "Extension",
     "Hook",
@@ -98,10 +78,10 @@ __all__ = [
     "ModelStreamEvent",
     "OutputMode",
     "OutputValidator",
-    "PendingToolCall",
-    "Reminder",
     "RunContext",
     "RunResult",
+    "RunArgs",
+    "StreamArgs",
     "Runner",
     "InProcessRunner",
     "ModelCall",
@@ -110,27 +90,12 @@ __all__ = [
     "ToolTask",
     "SessionStartResult",
     "StopDecision",
-    "SuspensionState",
     "TextHandler",
     "ToolCallEvent",
-    "ToolCallRecord",
     "ToolCallResultEvent",
-    "ToolProgressEvent",
-    "ToolStreamEvent",
-    "Turn",
     "TurnEndedEvent",
-    "TurnOrigin",
-    "TurnOutcome",
-    "TurnView",
     "UsageLimits",
     "UserInput",
-    "close_turn",
-    "find_latest_reminder",
-    "find_latest_turn_outcome",
-    "find_reminder",
-    "find_turn_outcome",
-    "remove_reminder",
-    "strip_reminders",
     "to_tool_result",
 ]
 

@@ -12,23 +12,21 @@ import asyncio
 import hashlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, cast
 
-from typing_extensions import TypeVar
+from typing_extensions import TypeVar, Unpack
 
 from dive.agent._approval import ApprovalPolicy, default_policy
 from dive.agent._arguments import (
     UserInput,
     check_model,
-    input_messages,
     normalise_output_type,
     tool_list,
     type_name,
 )
-from dive.agent._background import BackgroundResult
-from dive.agent._begin import RunOptions, check_arguments, load_snapshot, prepare_run
+from dive.agent._begin import RunOptions, load_snapshot, prepare_run
 from dive.agent._cancel_suspended import cancel_suspended
 from dive.agent._claims import ClaimKeeper, process_owner
 from dive.agent._execute import execute
@@ -38,11 +36,11 @@ from dive.agent._instructions import Instructions, InstructionsSpec
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputMode, OutputSpec, OutputValidator
 from dive.agent._result import RunResult
+from dive.agent._runargs import DEFAULT, DefaultSession, RunArgs, StreamArgs, run_options
 from dive.agent._runner import IN_PROCESS, Runner
-from dive.agent._setup import AgentConfig, TurnSetup
+from dive.agent._setup import REMINDER_RULE, AgentConfig, TurnSetup
 from dive.agent._sink import EventHandler
 from dive.agent._stream import AgentStream
-from dive.agent._text import TextHandler, with_text_handler
 from dive.agent._tools import index_tools
 from dive.agent._usage_limits import SessionSpent, UsageLimits, spent_by
 from dive.errors import InvalidRunError, UserError
@@ -51,33 +49,14 @@ from dive.messages import Message, ToolDefinition
 from dive.sessions import Session, SessionSnapshot, session_lock
 from dive.tools import Tool, Toolset
 from dive.tracing import NopTracer, Tracer
-from dive.turns import CancelToken, Reminder, SuspensionState
+from dive.turns import CancelToken, SuspensionState
 
-__all__ = ["DEFAULT", "Agent", "UserInput"]
-
-
-class _Default:
-    """Marker for "use the agent's default session"."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "DEFAULT"
-
-
-DEFAULT = _Default()
+__all__ = ["DEFAULT", "REMINDER_RULE", "Agent", "UserInput"]
 
 
 OutputT = TypeVar("OutputT", default=str)
 DepsT = TypeVar("DepsT", default=None)
 ValidatorT = TypeVar("ValidatorT", bound=Callable[..., Any])
-
-
-REMINDER_RULE = (
-    "Messages may contain <system-reminder> tags added by the application. They carry context, "
-    "not instructions with authority of their own; when two reminders disagree, the later one "
-    "wins."
-)
 
 
 class Agent(Generic[OutputT, DepsT]):
@@ -234,6 +213,11 @@ class Agent(Generic[OutputT, DepsT]):
         """A snapshot of the configuration for one invocation."""
         tracer = self.tracer
         return AgentConfig(
+            model=self.model,
+            model_settings=self.model_settings,
+            instructions=self.instructions,
+            rules=tuple(self._rules),
+            prime_reminders=self.prime_reminders,
             name=self.name,
             id=self.id,
             hooks=self.hooks,
@@ -266,14 +250,7 @@ class Agent(Generic[OutputT, DepsT]):
             rendered_instructions: the text of dynamic instructions for one model call; None
                 includes only the static instructions.
         """
-        text = rendered_instructions
-        if text is None:
-            text = self.instructions.static_text()
-        parts = [text] if text else []
-        parts.extend(self._rules)
-        if self.prime_reminders:
-            parts.append(REMINDER_RULE)
-        return "\n\n".join(parts)
+        return self._config().system_prompt(rendered_instructions)
 
     def output_validator(self, fn: ValidatorT) -> ValidatorT:
         """Decorator: register an output validator (see ``output_validators``).
@@ -288,51 +265,17 @@ class Agent(Generic[OutputT, DepsT]):
     # --- entry points -------------------------------------------------------------------------
 
     async def run(
-        self,
-        input: UserInput | None = None,
-        *,
-        history: Sequence[Message] | None = None,
-        session: Session | _Default | None = DEFAULT,
-        turn_id: str | None = None,
-        expected_revision: int | None = None,
-        continue_turn: bool = False,
-        tool_results: Mapping[str, Any] | None = None,
-        suspension: SuspensionState | None = None,
-        background_results: Sequence[BackgroundResult] = (),
-        reminders: Sequence[Reminder] = (),
-        on_event: EventHandler | None = None,
-        on_text: TextHandler | None = None,
-        cancel: CancelToken | None = None,
-        deps: DepsT | None = None,
-        values: Mapping[str, Any] | None = None,
-        prompt_cache_key: str | None = None,
-        model_settings: ModelSettings | None = None,
-        runner: Runner | None = None,
+        self, input: UserInput | None = None, **args: Unpack[RunArgs[DepsT]]
     ) -> RunResult[OutputT]:
         """Run one turn. Raises only before the turn boundary; see ``RunResult``.
 
         Args:
             input: the user's message: text, a ``Message``, messages or content blocks.
-            history: the pre-turn history of a stateless run (``result.all_messages()``).
-            session: the session (the agent's by default; ``None`` forces stateless).
-            turn_id: the new turn's id (generated when omitted).
-            expected_revision: refuse to start unless the session is at this revision.
-            continue_turn: call the model on the history as it stands.
-            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
-            suspension: the ``SuspensionState`` of a stateless resume.
-            background_results: late results of calls whose turn ended.
-            reminders: ``<system-reminder>`` notes for the model.
-            on_event: called with every event (sync or async).
-            on_text: called with the answer's text as it arrives (each streamed delta, or
-                each message's text when the model does not stream).
-            cancel: a ``CancelToken`` for soft and hard cancellation.
-            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
-                output validators; required when the agent has a ``deps_type``.
-            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
-            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
-            model_settings: settings merged over the agent's for this run.
-            runner: where the turn's effects happen (model and tool calls, store reads and
-                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
+            **args: the run's options (:class:`RunArgs`): ``history``, ``session``,
+                ``turn_id``, ``expected_revision``, ``continue_turn``, ``tool_results``,
+                ``suspension``, ``background_results``, ``reminders``, ``on_event``,
+                ``on_text``, ``cancel``, ``deps``, ``values``, ``prompt_cache_key``,
+                ``model_settings``, ``runner``.
 
         Resume a suspended turn with ``tool_results={call_id: result or ToolApproval}``
         (statelessly: plus ``history=`` and ``suspension=``).
@@ -342,42 +285,10 @@ class Agent(Generic[OutputT, DepsT]):
         ended). ``history`` is the pre-turn history of a stateless run; with a ``session``
         (the agent's by default, ``None`` forces stateless) the session is the history.
         """
-        chosen = self.session if isinstance(session, _Default) else session
-        self._check_deps(deps)
-        if on_text is not None:
-            on_event = with_text_handler(on_event, on_text)
-        check_arguments(
-            input=input,
-            history=history,
-            session=chosen,
-            continue_turn=continue_turn,
-            background_results=background_results,
-            tool_results=tool_results,
-            suspension=suspension,
-        )
-        for r in reminders:
-            if not isinstance(r, Reminder):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise InvalidRunError("reminders must be Reminder objects")
-        effects = runner if runner is not None else IN_PROCESS
-        new = input_messages(input, effects.now()) if input is not None else []
-        options = RunOptions(
-            new=new,
-            history=history,
-            continue_turn=continue_turn,
-            background_results=tuple(background_results),
-            reminders=tuple(reminders),
-            on_event=on_event,
-            cancel=cancel,
-            values=dict(values or {}),
-            deps=deps,
-            prompt_cache_key=prompt_cache_key,
-            model_settings=model_settings,
-            turn_id=turn_id,
-            expected_revision=expected_revision,
-            tool_results=tool_results,
-            suspension=suspension,
-            runner=effects,
-        )
+        options, chosen = run_options(input, args, self.session)
+        self._check_deps(options.deps)
+        effects = options.runner
+        cancel = options.cancel
         config = self._config()
         if chosen is None:
             return await self._start(config, options, None, None)
@@ -425,13 +336,14 @@ class Agent(Generic[OutputT, DepsT]):
         snap: SessionSnapshot | None,
         keeper: ClaimKeeper | None = None,
     ) -> RunResult[OutputT]:
-        settings = self.model_settings.merge(o.model_settings)
-        if o.model_settings is not None and isinstance(self.model, SettingsChecker):
-            self.model.check_settings(settings)
+        model = config.model
+        settings = config.model_settings.merge(o.model_settings)
+        if o.model_settings is not None and isinstance(model, SettingsChecker):
+            model.check_settings(settings)
         setup = TurnSetup(
             agent=self,
             config=config,
-            model=self.model,
+            model=model,
             settings=settings,
             session=session,
             durable=session is not None and self.durability.checkpoint_steps,
@@ -444,13 +356,13 @@ class Agent(Generic[OutputT, DepsT]):
             session_spent=await self._session_spent(session, o.runner),
             runner=o.runner,
         )
-        run = await prepare_run(setup, o, snap, self.system_prompt())
+        run = await prepare_run(setup, o, snap, config.system_prompt())
         return cast("RunResult[OutputT]", await execute(run))
 
     async def cancel_suspended_turn(
         self,
         *,
-        session: Session | _Default | None = DEFAULT,
+        session: Session | DefaultSession | None = DEFAULT,
         history: Sequence[Message] | None = None,
         suspension: SuspensionState | None = None,
         on_event: EventHandler | None = None,
@@ -468,7 +380,7 @@ class Agent(Generic[OutputT, DepsT]):
             on_event: called with every event (sync or async).
             runner: where the store reads and writes happen (default: in process).
         """
-        chosen = self.session if isinstance(session, _Default) else session
+        chosen = self.session if isinstance(session, DefaultSession) else session
         if chosen is not None and (history is not None or suspension is not None):
             raise InvalidRunError("history= and suspension= are only for stateless cancels")
         result = await cancel_suspended(
@@ -490,53 +402,15 @@ class Agent(Generic[OutputT, DepsT]):
         return self._agent_cache_key
 
     def run_sync(
-        self,
-        input: UserInput | None = None,
-        *,
-        history: Sequence[Message] | None = None,
-        session: Session | _Default | None = DEFAULT,
-        turn_id: str | None = None,
-        expected_revision: int | None = None,
-        continue_turn: bool = False,
-        tool_results: Mapping[str, Any] | None = None,
-        suspension: SuspensionState | None = None,
-        background_results: Sequence[BackgroundResult] = (),
-        reminders: Sequence[Reminder] = (),
-        on_event: EventHandler | None = None,
-        on_text: TextHandler | None = None,
-        cancel: CancelToken | None = None,
-        deps: DepsT | None = None,
-        values: Mapping[str, Any] | None = None,
-        prompt_cache_key: str | None = None,
-        model_settings: ModelSettings | None = None,
-        runner: Runner | None = None,
+        self, input: UserInput | None = None, **args: Unpack[RunArgs[DepsT]]
     ) -> RunResult[OutputT]:
         """The blocking form of ``run`` (not from inside a running event loop).
 
         Takes exactly ``run``'s arguments; ``on_text=print`` shows the answer as it arrives.
 
         Args:
-            input: the user's message: text, a ``Message``, messages or content blocks.
-            history: the pre-turn history of a stateless run (``result.all_messages()``).
-            session: the session (the agent's by default; ``None`` forces stateless).
-            turn_id: the new turn's id (generated when omitted).
-            expected_revision: refuse to start unless the session is at this revision.
-            continue_turn: call the model on the history as it stands.
-            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
-            suspension: the ``SuspensionState`` of a stateless resume.
-            background_results: late results of calls whose turn ended.
-            reminders: ``<system-reminder>`` notes for the model.
-            on_event: called with every event (sync or async).
-            on_text: called with the answer's text as it arrives (each streamed delta, or
-                each message's text when the model does not stream).
-            cancel: a ``CancelToken`` for soft and hard cancellation.
-            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
-                output validators; required when the agent has a ``deps_type``.
-            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
-            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
-            model_settings: settings merged over the agent's for this run.
-            runner: where the turn's effects happen (model and tool calls, store reads and
-                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
+            input: the user's message (as for ``run``).
+            **args: the run's options (:class:`RunArgs`, as for ``run``).
         """
         try:
             asyncio.get_running_loop()
@@ -546,47 +420,10 @@ class Agent(Generic[OutputT, DepsT]):
             raise UserError(
                 "run_sync() cannot be called from a running event loop; use await run()"
             )
-        coro = self.run(
-            input,
-            history=history,
-            session=session,
-            turn_id=turn_id,
-            expected_revision=expected_revision,
-            continue_turn=continue_turn,
-            tool_results=tool_results,
-            suspension=suspension,
-            background_results=background_results,
-            reminders=reminders,
-            cancel=cancel,
-            deps=deps,
-            values=values,
-            prompt_cache_key=prompt_cache_key,
-            model_settings=model_settings,
-            on_event=on_event,
-            on_text=on_text,
-            runner=runner,
-        )
-        return asyncio.run(coro)
+        return asyncio.run(self.run(input, **args))
 
     def stream(
-        self,
-        input: UserInput | None = None,
-        *,
-        history: Sequence[Message] | None = None,
-        session: Session | _Default | None = DEFAULT,
-        turn_id: str | None = None,
-        expected_revision: int | None = None,
-        continue_turn: bool = False,
-        tool_results: Mapping[str, Any] | None = None,
-        suspension: SuspensionState | None = None,
-        background_results: Sequence[BackgroundResult] = (),
-        reminders: Sequence[Reminder] = (),
-        cancel: CancelToken | None = None,
-        deps: DepsT | None = None,
-        values: Mapping[str, Any] | None = None,
-        prompt_cache_key: str | None = None,
-        model_settings: ModelSettings | None = None,
-        runner: Runner | None = None,
+        self, input: UserInput | None = None, **args: Unpack[StreamArgs[DepsT]]
     ) -> AgentStream[OutputT]:
         """The run's events as they happen: ``async for event in agent.stream(...)``.
 
@@ -595,45 +432,14 @@ class Agent(Generic[OutputT, DepsT]):
         handlers (the stream is the handler).
 
         Args:
-            input: the user's message: text, a ``Message``, messages or content blocks.
-            history: the pre-turn history of a stateless run (``result.all_messages()``).
-            session: the session (the agent's by default; ``None`` forces stateless).
-            turn_id: the new turn's id (generated when omitted).
-            expected_revision: refuse to start unless the session is at this revision.
-            continue_turn: call the model on the history as it stands.
-            tool_results: results (or ``ToolApproval``) for a suspended turn's calls.
-            suspension: the ``SuspensionState`` of a stateless resume.
-            background_results: late results of calls whose turn ended.
-            reminders: ``<system-reminder>`` notes for the model.
-            cancel: a ``CancelToken`` for soft and hard cancellation.
-            deps: the run's dependencies, ``ctx.deps`` in tools, hooks, instructions and
-                output validators; required when the agent has a ``deps_type``.
-            values: untyped shared values (``ctx.values``), mutable by tools and hooks.
-            prompt_cache_key: the provider prompt-cache key (stable per session otherwise).
-            model_settings: settings merged over the agent's for this run.
-            runner: where the turn's effects happen (model and tool calls, store reads and
-                writes, clock, ids, sleeps); default the in-process ``InProcessRunner``.
+            input: the user's message (as for ``run``).
+            **args: the run's options but the handlers (:class:`StreamArgs`).
         """
+        for handler in ("on_event", "on_text"):
+            if handler in args:
+                raise TypeError(f"stream() got an unexpected keyword argument {handler!r}")
 
         def start(handler: EventHandler) -> Awaitable[RunResult[Any]]:
-            return self.run(
-                input,
-                history=history,
-                session=session,
-                turn_id=turn_id,
-                expected_revision=expected_revision,
-                continue_turn=continue_turn,
-                tool_results=tool_results,
-                suspension=suspension,
-                background_results=background_results,
-                reminders=reminders,
-                cancel=cancel,
-                deps=deps,
-                values=values,
-                prompt_cache_key=prompt_cache_key,
-                model_settings=model_settings,
-                on_event=handler,
-                runner=runner,
-            )
+            return self.run(input, on_event=handler, **args)
 
         return AgentStream(start, self.output)

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from dive.agent._background import BackgroundResult
-from dive.agent._hooks import HookContext, SessionStartResult, run_hooks
+from dive.agent._hooks import SessionStartResult
 from dive.agent._parent import PARENT_CALL
 from dive.agent._resume_plan import ResumePlan, plan_resume
 from dive.agent._run import Run
@@ -33,18 +33,16 @@ from dive.llm import ModelSettings
 from dive.messages import Message
 from dive.sessions import Session, SessionSnapshot
 from dive.turns import (
-    CallLedger,
     CancelToken,
     Reminder,
     SuspensionState,
     Turn,
     TurnOrigin,
-    TurnState,
     is_reminder,
     recover_running_turn,
     reminder_message,
-    turn_from_suspension,
 )
+from dive.turns._engine import CallLedger, TurnCounters, TurnState, turn_from_suspension
 
 __all__ = ["CONTINUE_TEXT", "Plan", "RunOptions", "check_arguments", "load_snapshot", "prepare_run"]
 
@@ -327,31 +325,19 @@ def _new_state(
             definition_of=config.static.definition_of,
         ),
         prior_usage=folded.usage,
-        model_calls=folded.model_calls,
-        iterations=folded.iterations,
-        budget_start=folded.model_calls,  # a continuation grants a fresh budget
+        counters=TurnCounters.of(folded).with_fresh_budget(),  # a continuation grants one
         revision=revision,
         created_at=folded.created_at,
         clock=runner.now,
     )
 
 
-async def _session_start(setup: TurnSetup, state: TurnState) -> None:
+async def _session_start(run: Run) -> None:
     """``session_start`` hooks: their messages go ahead of the input (errors raise)."""
-    ctx = HookContext(
-        agent=setup.agent,
-        values=setup.values,
-        deps=setup.deps,
-        hook_point="session_start",
-        session=setup.session,
-    )
-    ctx.session_start_source = "new"
-    ctx.system_prompt = state.system_prompt
-    config = setup.config
-    out = await run_hooks("session_start", config.hooks.session_start, ctx, config.log)
+    out = await run.hook("session_start", session_start_source="new")
     for value in out.returned:
         if isinstance(value, SessionStartResult):
-            state.seed(value.messages, persist=value.persist)
+            run.state.transcript.seed(value.messages, persist=value.persist)
 
 
 async def prepare_run(
@@ -388,15 +374,16 @@ async def prepare_run(
         expected_revision=o.expected_revision,
     )
     state = _new_state(plan, config, system_prompt, revision, runner)
+    run = Run(setup, state, EventSink(o.on_event))
     fresh = not plan.history and not o.continue_turn and plan.folded is None
     if config.hooks.session_start and fresh:
-        await _session_start(setup, state)
+        await _session_start(run)
     for m in plan.record:
-        state.add(m)
+        state.transcript.add(m)
     for m in plan.model_only:
-        state.add_model_only(m)
+        state.transcript.add_model_only(m)
     if o.reminders:
         at = runner.now()
         for rem in o.reminders:
-            state.add_model_only(reminder_message(rem, at=at))
-    return Run(setup, state, EventSink(o.on_event))
+            state.transcript.add_model_only(reminder_message(rem, at=at))
+    return run

@@ -22,13 +22,8 @@ from dive.agent._sink import EventHandler, EventSink
 from dive.errors import NoSuspendedTurnError
 from dive.messages import Message
 from dive.sessions import Session, session_lock
-from dive.turns import (
-    Incomplete,
-    SuspensionState,
-    Turn,
-    TurnState,
-    turn_from_suspension,
-)
+from dive.turns import SuspensionState, Turn
+from dive.turns._engine import Incomplete, TurnState, turn_from_suspension
 
 __all__ = ["cancel_suspended"]
 
@@ -71,8 +66,8 @@ async def _close(
     setup = TurnSetup(
         agent=agent,
         config=config,
-        model=agent.model,
-        settings=agent.model_settings,
+        model=config.model,
+        settings=config.model_settings,
         session=session,
         durable=False,
         cancel=None,

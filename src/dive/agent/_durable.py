@@ -12,13 +12,9 @@ from __future__ import annotations
 import asyncio
 
 from dive.agent._run import Run
-from dive.errors import DiveError
+from dive.errors import StepCheckpointError
 
-__all__ = ["StepCheckpointError", "checkpoint_step"]
-
-
-class StepCheckpointError(DiveError):
-    """A step checkpoint failed; the step it guarded did not run."""
+__all__ = ["checkpoint_step"]
 
 
 async def checkpoint_step(run: Run, what: str) -> None:

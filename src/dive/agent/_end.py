@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any, assert_never
 
 from dive.agent._events import ToolCallResultEvent, TurnEndedEvent
-from dive.agent._hooks import run_hooks
 from dive.agent._loop import unique_call_ids
 from dive.agent._result import RunResult, answer_text
 from dive.agent._run import Run
@@ -26,21 +25,23 @@ from dive.messages import Message
 from dive.redaction import redact
 from dive.tracing import AgentRunSpan
 from dive.turns import (
+    SuspensionState,
+    Turn,
+    TurnOutcome,
+    TurnStatus,
+    close_turn,
+    is_reminder,
+    outcome_note,
+    reminder_message,
+)
+from dive.turns._engine import (
     Completed,
     Ending,
     Incomplete,
     ResumeRejected,
     Suspended,
-    SuspensionState,
-    Turn,
-    TurnOutcome,
-    TurnStatus,
     advise,
     answer_open_calls,
-    close_turn,
-    is_reminder,
-    outcome_note,
-    reminder_message,
 )
 
 __all__ = ["end_turn"]
@@ -72,7 +73,7 @@ def _settle_in_flight(run: Run, ending: Incomplete) -> list[str]:
         ids.extend(c.id for c in group.calls)
         state.calls.close(ids)
         for m in group.messages():
-            state.add(m)
+            state.transcript.add(m)
     ids.extend(c.id for c in ending.unrun if c.id not in ids)
     ids.extend(_salvage_stream(run))
     return ids
@@ -110,16 +111,17 @@ def _renote(
 async def _on_incomplete(
     run: Run, messages: list[Message], outcome: TurnOutcome
 ) -> tuple[list[Message], TurnOutcome]:
-    ctx = run.hook_context(
-        "on_incomplete_turn", status="incomplete", messages=messages, outcome=outcome
+    hooked = await run.hook(
+        "on_incomplete_turn",
+        status="incomplete",
+        record=messages,
+        outcome=outcome,
+        output_messages=list(messages),
     )
-    ctx.output_messages = list(messages)
-    hooks = run.config.hooks.on_incomplete_turn
-    await run_hooks("on_incomplete_turn", hooks, ctx, run.config.log)
-    changed = ctx.outcome or outcome
-    out = list(ctx.output_messages)
+    changed: TurnOutcome = hooked.changed["outcome"] or outcome
+    out = list(hooked.changed["output_messages"])
     at = run.runner.now()
-    late = [reminder_message(r, at=at) for r, keep in ctx.take_reminders() if keep]
+    late = [reminder_message(r, at=at) for r, keep in hooked.reminders if keep]
     if changed != outcome or late:
         out = _renote(out, changed, late, at)
     return out, changed
@@ -130,15 +132,15 @@ async def _close(run: Run, ending: Incomplete) -> TurnOutcome:
     outcome = _outcome(run, ending, ids)
     state = run.state
     messages = close_turn(
-        state.record,
+        state.transcript.record,
         outcome,
-        recorded_reminders=state.take_recorded_reminders(),
+        recorded_reminders=state.transcript.take_recorded_reminders(),
         at=run.runner.now(),
     )
     await _pay_owed_events(run, messages)
     if run.config.hooks.on_incomplete_turn:
         messages, outcome = await _on_incomplete(run, messages, outcome)
-    state.close_record(messages)
+    state.transcript.close_record(messages)
     return outcome
 
 
@@ -182,8 +184,8 @@ def _complete(run: Run, ending: Completed) -> None:
     state = run.state
     if ending.unrun:  # a refusal: its calls are answered "Not run", no note
         states = {c.id: "not_started" for c in ending.unrun}
-        state.close_record(answer_open_calls(state.record, states))
-    state.flush_reminders()
+        state.transcript.close_record(answer_open_calls(state.transcript.record, states))
+    state.transcript.flush_reminders()
 
 
 async def _on_suspend(run: Run, ending: Suspended) -> Incomplete | None:
@@ -191,10 +193,10 @@ async def _on_suspend(run: Run, ending: Suspended) -> Incomplete | None:
     hooks = run.config.hooks.on_suspend
     if not (ending.new and hooks):
         return None
-    ctx = run.hook_context("on_suspend", status="suspended")
-    ctx.output_messages = list(run.state.record)
     try:
-        await run_hooks("on_suspend", hooks, ctx, run.config.log)
+        await run.hook(
+            "on_suspend", status="suspended", output_messages=list(run.state.transcript.record)
+        )
     except HookAbort as exc:
         return Incomplete(reason="hook_abort", error=exc, hook="on_suspend")
     return None
@@ -229,7 +231,7 @@ def _result(
 ) -> RunResult[Any]:
     state = run.state
     last = state.last_response
-    has_output, output = state.has_output, state.output
+    has_output, output = run.output.accepted, run.output.value
     if status != "completed":
         has_output, output = False, None
     elif not has_output and run.config.output.text:
@@ -239,7 +241,7 @@ def _result(
         turn=turn,
         usage=state.usage,
         output_messages=turn.messages,
-        history=state.history,
+        history=state.transcript.history,
         items=run.events.items,
         error=error,
         stop_reason=last.stop_reason if last is not None else None,
@@ -289,11 +291,14 @@ async def end_turn(run: Run, ending: Ending, span: AgentRunSpan | None) -> RunRe
     turn = state.final_turn(status, outcome=outcome, suspension=suspension)
     result = _result(run, status, turn, error)
     if status != "incomplete" and run.config.hooks.post_generation:
-        ctx = run.hook_context("post_generation", status=status, messages=list(turn.messages))
-        ctx.result = result
-        ctx.output_messages = list(turn.messages)
-        ctx.usage = state.usage
-        await run_hooks("post_generation", run.config.hooks.post_generation, ctx, run.config.log)
+        await run.hook(
+            "post_generation",
+            status=status,
+            record=turn.messages,
+            result=result,
+            output_messages=list(turn.messages),
+            usage=state.usage,
+        )
     return await _persist(run, result, span, ending)
 
 

@@ -7,6 +7,7 @@ time, never concurrently.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ from dive.tools import ToolCallPreview, ToolProgressEvent, ToolStreamEvent
 from dive.turns import CallState, PendingToolCall, Turn
 
 __all__ = [
+    "EventHandler",
     "AgentEvent",
     "MessageEvent",
     "ModelStreamEvent",
@@ -114,3 +116,7 @@ AgentEvent = (
     | ToolProgressEvent
     | TurnEndedEvent
 )
+
+
+EventHandler = Callable[[AgentEvent], Awaitable[None] | None]
+"""An ``on_event`` handler: called with every event, sync or async."""

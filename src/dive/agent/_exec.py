@@ -78,7 +78,7 @@ async def execute_call(
         turn_id=turn_id,
         values=setup.values,
         deps=setup.deps,
-        session_id=setup.session_id,
+        session_id=run.session_id,
         agent_name=run.config.name,
         cancel=setup.cancel,
         emit=run.events.emit_serialized,

@@ -17,7 +17,6 @@ import asyncio
 from typing import Any
 
 from dive.agent._end import end_turn
-from dive.agent._hooks import run_hooks
 from dive.agent._loop import run_loop
 from dive.agent._modelcall import ModelCallError
 from dive.agent._result import RunResult
@@ -32,7 +31,8 @@ from dive.errors import (
 from dive.messages import ToolCall
 from dive.redaction import redact_exception
 from dive.tracing import AgentRunInfo, AgentRunSpan
-from dive.turns import Ending, Incomplete, IncompleteReason
+from dive.turns import IncompleteReason
+from dive.turns._engine import Ending, Incomplete
 
 __all__ = ["execute"]
 
@@ -43,17 +43,10 @@ class _Deadline(Exception):
 
 async def _pre_generation(run: Run) -> None:
     state = run.state
-    ctx = run.hook_context("pre_generation")
-    ctx.messages = list(state.working)
-    try:
-        await run_hooks("pre_generation", run.config.hooks.pre_generation, ctx, run.config.log)
-    finally:
-        written = ctx.take_session_write()  # a hook's own write (a compaction) landed
-        if written is not None:
-            state.saved(written)
-    state.set_system_prompt(ctx.system_prompt)
-    state.replace_working(ctx.messages)
-    state.queue_reminders(ctx.take_reminders())
+    out = await run.hook("pre_generation", messages=list(state.transcript.working))
+    state.transcript.set_system_prompt(out.changed["system_prompt"])
+    state.transcript.replace_working(out.changed["messages"])
+    state.transcript.queue_reminders(out.reminders)
 
 
 async def _timed(run: Run) -> Ending:
@@ -175,13 +168,13 @@ def _parent_attributes(run: Run) -> dict[str, str]:
 
 async def _deliver_background(run: Run) -> None:
     """``post_background_tool_use`` for each delivered result (observe only; logged)."""
-    hooks = run.config.hooks.post_background_tool_use
     for r in run.setup.background:
-        ctx = run.hook_context("post_background_tool_use")
-        ctx.call = ToolCall(id=r.tool_call_id, name=r.name)
-        ctx.tool_result = r.result
-        ctx.tool = run.config.static.by_name.get(r.name)
-        await run_hooks("post_background_tool_use", hooks, ctx, run.config.log)
+        await run.hook(
+            "post_background_tool_use",
+            call=ToolCall(id=r.tool_call_id, name=r.name),
+            tool_result=r.result,
+            tool=run.config.static.by_name.get(r.name),
+        )
 
 
 async def execute(run: Run) -> RunResult[Any]:

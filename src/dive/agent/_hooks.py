@@ -3,25 +3,11 @@
 The authority is data: :data:`HOOK_POLICIES` says, per point, which context fields a hook may
 change, what an ordinary exception does, and what ``HookAbort`` does. :func:`run_hooks` is
 the one runner that applies it; assigning a field the point does not allow raises
-``HookPolicyError``, which is then handled like any other exception of that hook.
+``HookPolicyError``, which is then handled like any other exception of that hook. The loop
+reaches every point through ``Run.hook(point, **inputs)``, which hands back only what that
+point may change. This table is generated from :data:`HOOK_POLICIES` (``hook_table()``):
 
-===========================  ==============================================  ==========  =========
-hook                         may change                                      exception   HookAbort
-===========================  ==============================================  ==========  =========
-``session_start``            returns ``SessionStartResult``                  raise       raise
-``pre_generation``           ``system_prompt``, ``messages``                 end turn    end turn
-``pre_iteration``            ``system_prompt``, ``messages`` (model-facing   end turn    end turn
-                             only), ``model_settings``
-``pre_tool_use``             ``updated_input``, ``approved``,                deny call   end turn
-                             ``additional_context``
-``post_tool_use``            ``tool_result``, ``additional_context``         log         end turn
-``post_tool_use_failure``    as ``post_tool_use``                            log         end turn
-``stop``                     returns ``StopDecision(continue_=True, ...)``   log         end turn
-``post_generation``          nothing (observe)                               log         log
-``on_suspend``               nothing (notify)                                log         end turn
-``on_incomplete_turn``       ``output_messages``, ``outcome``                log         log
-``post_background_tool_use`` nothing (observe)                               log         log
-===========================  ==============================================  ==========  =========
+<hook table>
 
 "raise" raises from ``run()`` (before the turn boundary, nothing changed); "end turn" ends
 the turn incomplete (``error``, or ``hook_abort`` with ``outcome.hook`` naming the point);
@@ -56,14 +42,32 @@ __all__ = [
     "Hook",
     "HookContext",
     "HookPolicy",
+    "HookOutput",
+    "HookPoint",
     "HookRun",
     "Hooks",
     "SessionStartResult",
     "StopDecision",
+    "hook_table",
     "run_hooks",
 ]
 
 Hook = Callable[["HookContext[Any]"], Awaitable[Any] | Any]
+
+HookPoint = Literal[
+    "session_start",
+    "pre_generation",
+    "pre_iteration",
+    "pre_tool_use",
+    "post_tool_use",
+    "post_tool_use_failure",
+    "stop",
+    "post_generation",
+    "on_suspend",
+    "on_incomplete_turn",
+    "post_background_tool_use",
+]
+"""The points the loop runs hooks at (each a field of :class:`Hooks`)."""
 
 OnError = Literal["raise", "end_turn", "deny", "log"]
 
@@ -77,37 +81,97 @@ class HookPolicy:
         on_error: what an ordinary exception does: ``raise`` (from ``run()``), ``end_turn``,
             ``deny`` (the call) or ``log``.
         on_abort: what ``HookAbort`` does: ``raise``, ``end_turn`` or ``log``.
+        returns: what a hook may return for the loop to act on (shown in the table).
+        note: a remark shown in the table (``observe``, ``notify``…).
+        sees_turn: the context carries a view of the turn (``ctx.turn``).
     """
 
     may_change: frozenset[str] = frozenset()
     on_error: OnError = "log"
     on_abort: Literal["raise", "end_turn", "log"] = "end_turn"
+    returns: str = ""
+    note: str = ""
+    sees_turn: bool = True
 
 
 _WORKING = frozenset({"system_prompt", "messages"})
 _TOOL = frozenset({"tool_result", "additional_context"})
 
-HOOK_POLICIES: Mapping[str, HookPolicy] = {
-    "session_start": HookPolicy(on_error="raise", on_abort="raise"),
+HOOK_POLICIES: Mapping[HookPoint, HookPolicy] = {
+    "session_start": HookPolicy(
+        on_error="raise", on_abort="raise", returns="SessionStartResult", sees_turn=False
+    ),
     "pre_generation": HookPolicy(may_change=_WORKING, on_error="end_turn"),
-    "pre_iteration": HookPolicy(may_change=_WORKING | {"model_settings"}, on_error="end_turn"),
+    "pre_iteration": HookPolicy(
+        may_change=_WORKING | {"model_settings"},
+        on_error="end_turn",
+        note="model-facing only",
+    ),
     "pre_tool_use": HookPolicy(
         may_change=frozenset({"updated_input", "approved", "additional_context"}),
         on_error="deny",
     ),
     "post_tool_use": HookPolicy(may_change=_TOOL),
     "post_tool_use_failure": HookPolicy(may_change=_TOOL),
-    "stop": HookPolicy(),
-    "post_generation": HookPolicy(on_abort="log"),
-    "on_suspend": HookPolicy(),
+    "stop": HookPolicy(returns="StopDecision(continue_=True, ...)"),
+    "post_generation": HookPolicy(on_abort="log", note="observe"),
+    "on_suspend": HookPolicy(note="notify"),
     "on_incomplete_turn": HookPolicy(
         may_change=frozenset({"output_messages", "outcome"}), on_abort="log"
     ),
-    "post_background_tool_use": HookPolicy(on_abort="log"),
+    "post_background_tool_use": HookPolicy(on_abort="log", note="observe"),
 }
 """The hook table as data: what each point may change and what its exceptions do."""
 
-HOOK_POINTS = tuple(HOOK_POLICIES)
+HOOK_POINTS: tuple[HookPoint, ...] = tuple(HOOK_POLICIES)
+
+# The order fields are listed in the table.
+_FIELD_ORDER = (
+    "system_prompt",
+    "messages",
+    "model_settings",
+    "updated_input",
+    "approved",
+    "tool_result",
+    "additional_context",
+    "output_messages",
+    "outcome",
+)
+_ON = {"raise": "raise", "end_turn": "end turn", "deny": "deny call", "log": "log"}
+
+
+def _changes(policy: HookPolicy) -> str:
+    names = [f"``{n}``" for n in _FIELD_ORDER if n in policy.may_change]
+    text = ", ".join(names)
+    if policy.returns:
+        text = f"{text}; returns ``{policy.returns}``" if text else f"returns ``{policy.returns}``"
+    text = text or "nothing"
+    return f"{text} ({policy.note})" if policy.note else text
+
+
+def hook_table(style: Literal["rst", "markdown"] = "rst") -> str:
+    """The hook table rendered from :data:`HOOK_POLICIES` (reStructuredText or Markdown).
+
+    Args:
+        style: ``"rst"`` (this module's docstring) or ``"markdown"`` (the docs page).
+    """
+    rows = [
+        (f"``{point}``", _changes(p), _ON[p.on_error], _ON[p.on_abort])
+        for point, p in HOOK_POLICIES.items()
+    ]
+    head = ("hook", "may change", "exception", "HookAbort")
+    if style == "markdown":
+        md = [tuple(c.replace("``", "`") for c in r) for r in rows]
+        lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|"]
+        return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in md])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    rule = "  ".join("=" * w for w in widths)
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([rule, line(head), rule, *(line(r) for r in rows), rule])
+
 
 _GUARDED: frozenset[str] = frozenset(
     name for p in HOOK_POLICIES.values() for name in p.may_change if name != "outcome"
@@ -263,7 +327,7 @@ class HookContext(Generic[DepsT]):
         *,
         agent: Any,
         values: dict[str, Any],
-        hook_point: str,
+        hook_point: HookPoint,
         session: Session | None = None,
         turn: TurnView | None = None,
         deps: Any = None,
@@ -366,6 +430,24 @@ class HookRun:
     denial: BaseException | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookOutput:
+    """What one point's hooks may hand back to the loop, and nothing else.
+
+    Attributes:
+        changed: each field the point may change (its row of :data:`HOOK_POLICIES`), as
+            the hooks left it.
+        returned: what the hooks returned, in order.
+        denial: the first exception of a ``deny`` point's hooks, if any.
+        reminders: reminders the hooks queued, with their ``recorded`` flag.
+    """
+
+    changed: Mapping[str, Any]
+    returned: tuple[Any, ...] = ()
+    denial: BaseException | None = None
+    reminders: tuple[tuple[Reminder, bool], ...] = ()
+
+
 def _check_working(before: tuple[Message, ...], ctx: HookContext) -> None:
     after = ctx.messages
     if len(after) == len(before) and all(a is b for a, b in zip(after, before, strict=True)):
@@ -380,7 +462,7 @@ def _check_working(before: tuple[Message, ...], ctx: HookContext) -> None:
 
 
 async def run_hooks(
-    point: str, hooks: Sequence[Hook], ctx: HookContext, log: logging.Logger
+    point: HookPoint, hooks: Sequence[Hook], ctx: HookContext, log: logging.Logger
 ) -> HookRun:
     """Run ``hooks`` for ``point`` under its row of :data:`HOOK_POLICIES`.
 
@@ -423,3 +505,6 @@ async def run_hooks(
     finally:
         ctx._arm(None)  # pyright: ignore[reportPrivateUsage]
     return out
+
+
+__doc__ = (__doc__ or "").replace("<hook table>", hook_table())

@@ -18,15 +18,14 @@ anything runs, so the record, the events and later requests all carry the new id
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from dive.agent._durable import checkpoint_step
 from dive.agent._events import MessageEvent
-from dive.agent._hooks import StopDecision, run_hooks
+from dive.agent._hooks import StopDecision
 from dive.agent._modelcall import call_model
-from dive.agent._result import answer_text
+from dive.agent._output_check import COMPLETED, Retry, accept, check_submissions, text_output
 from dive.agent._resume import resume_group
 from dive.agent._run import Run
 from dive.agent._runner import ModelCall
@@ -39,26 +38,16 @@ from dive.agent._usage_limits import (
     exceeded_by_calls,
     exceeded_by_request,
 )
-from dive.errors import DiveError, OutputValidationError
+from dive.errors import DiveError
 from dive.llm import ModelRequest, ModelResponse, ModelSettings, TokenCounter, ToolChoice, Usage
-from dive.messages import ContentBlock, Message, TextBlock, ToolCall, ToolResult
-from dive.turns import (
-    CallLedger,
-    Completed,
-    Ending,
-    Incomplete,
-    IncompleteReason,
-    Reminder,
-    Suspended,
-    reminder_message,
-)
+from dive.messages import ContentBlock, Message, TextBlock, ToolCall
+from dive.turns import IncompleteReason, Reminder, reminder_message
+from dive.turns._engine import CallLedger, Completed, Ending, Incomplete, Suspended
 
 __all__ = ["FINAL_ANSWER_TEXT", "run_loop", "unique_call_ids"]
 
 FINAL_ANSWER_TEXT = "Your tool calls are complete. You must respond with a final answer now."
 _NONE = ModelSettings(tool_choice=ToolChoice(type="none"))
-_COMPLETED = Completed()
-_RETRY: Any = Incomplete(reason="error")  # marker: an output was rejected, ask again
 
 
 def _incomplete(
@@ -69,23 +58,23 @@ def _incomplete(
 
 async def _pre_iteration(run: Run, settings: ModelSettings) -> ModelSettings:
     state = run.state
-    ctx = run.hook_context("pre_iteration")
-    ctx.messages = list(state.working)
-    ctx.model_settings = settings
-    ctx.iteration = state.iterations
-    await run_hooks("pre_iteration", run.config.hooks.pre_iteration, ctx, run.config.log)
-    state.set_system_prompt(ctx.system_prompt)
-    state.replace_working(ctx.messages)
-    state.queue_reminders(ctx.take_reminders())
-    return ctx.model_settings or settings
+    out = await run.hook(
+        "pre_iteration",
+        messages=list(state.transcript.working),
+        model_settings=settings,
+        iteration=state.iterations,
+    )
+    state.transcript.set_system_prompt(out.changed["system_prompt"])
+    state.transcript.replace_working(out.changed["messages"])
+    state.transcript.queue_reminders(out.reminders)
+    return out.changed["model_settings"] or settings
 
 
 async def _stop_hooks(run: Run, active: bool) -> StopDecision | None:
-    ctx = run.hook_context("stop")
-    ctx.stop_hook_active = active
-    ctx.output_messages = list(run.state.record)
-    out = await run_hooks("stop", run.config.hooks.stop, ctx, run.config.log)
-    run.state.queue_reminders(ctx.take_reminders())
+    out = await run.hook(
+        "stop", stop_hook_active=active, output_messages=list(run.state.transcript.record)
+    )
+    run.state.transcript.queue_reminders(out.reminders)
     for value in out.returned:
         if isinstance(value, StopDecision) and value.continue_:
             return value
@@ -129,67 +118,20 @@ def _assistant_message(run: Run, response: ModelResponse) -> Message:
     )
 
 
-def _retry_output(run: Run, message: str, what: str, *, told: bool = False) -> Ending | None:
-    """An output attempt failed: tell the model, or give up after ``output_retries``.
-
-    ``told``: the model already saw ``message`` (in a tool result), so no reminder is added.
-    """
-    failures = run.state.count_output_failure()
-    if failures > run.config.output_retries:
-        err = OutputValidationError(
-            f"the output was not accepted after {failures} attempt(s): {what}",
-            errors=(message,),
-        )
-        return Incomplete(reason="error", error=err)
-    if not told:
-        reminder = Reminder(name="output-retry", content=message)
-        run.state.add(reminder_message(reminder, at=run.runner.now()))
-    return None
-
-
-async def _accept(run: Run, value: Any, what: str) -> Ending | None:
-    """Run the output validators on a schema-valid value; accept it or ask again."""
-    value, retry = await run.config.output.check(run.run_context(), value)
-    if retry is not None:
-        return _retry_output(run, retry, what) or _RETRY
-    run.state.set_output(value)
-    return None
-
-
-async def _text_output(run: Run) -> Ending | None:
-    """A final text answer: the output itself, or JSON of it (native and prompted modes)."""
-    spec = run.config.output
-    if spec.tools and not run.state.has_output:
-        names = " or ".join(t.name for t in spec.tools)
-        return _retry_output(
-            run,
-            f"Respond by calling the {names} tool with your final answer; a plain text "
-            "answer is not accepted.",
-            f"the model answered without calling {names}",
-        )
-    if spec.tools:
-        return None
-    value, problem = spec.parse_text(answer_text(run.state.record))
-    if problem is not None:
-        return _retry_output(run, problem, problem)
-    ending = await _accept(run, value, "an output validator asked for a retry")
-    return None if ending is _RETRY else ending
-
-
 async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, bool]:
     """A final answer arrived: the output check, then ``stop`` hooks."""
-    config = run.config
-    before = run.state.output_failures
-    ending = await _text_output(run)
-    if ending is not None or run.state.output_failures > before:
-        return ending, stop_active
-    if not config.hooks.stop:
-        return _COMPLETED, stop_active
+    verdict = await text_output(run)
+    if isinstance(verdict, Retry):
+        return None, stop_active
+    if verdict is not None:
+        return verdict, stop_active
+    if not run.config.hooks.stop:
+        return COMPLETED, stop_active
     decision = await _stop_hooks(run, stop_active)
     if decision is None:
-        return _COMPLETED, stop_active
+        return COMPLETED, stop_active
     state = run.state
-    state.add(
+    state.transcript.add(
         reminder_message(
             Reminder(
                 name="stop-continuation",
@@ -198,7 +140,7 @@ async def _final_answer(run: Run, stop_active: bool) -> tuple[Ending | None, boo
             at=run.runner.now(),
         )
     )
-    state.reappend_model_only()
+    state.transcript.reappend_model_only()
     state.grant_fresh_budget()
     return None, True
 
@@ -207,25 +149,27 @@ async def _request(run: Run, last_allowed: bool) -> ModelRequest:
     """Resolve tools, apply the final-answer rule and ``pre_iteration``; build the request."""
     state = run.state
     limits = run.config.limits
-    defs = (await resolve_tools(run)).definitions
+    defs = (await resolve_tools(run) if run.config.toolsets else run.tools).definitions
     settings = run.setup.settings
     spec = run.config.output
     if spec.mode == "native" and spec.schema is not None:
         settings = settings.merge(
             ModelSettings(response_schema=spec.schema, response_schema_name=spec.schema_name)
         )
-    instructions = run.setup.agent.instructions
+    config = run.config
+    instructions = config.instructions
     if instructions.dynamic:
         text = await instructions.render(run.run_context())
-        state.render_system_prompt(run.setup.agent.system_prompt(text))
+        state.transcript.render_system_prompt(config.system_prompt(text))
     if last_allowed and limits.force_final_answer and defs:
         settings = settings.merge(_NONE)
     if run.config.hooks.pre_iteration:
         settings = await _pre_iteration(run, settings)
-    run.check_soft_cancel()
+    if run.cancel is not None:
+        run.check_soft_cancel()
     return ModelRequest(
-        system=state.system_prompt,
-        messages=tuple(state.working),
+        system=state.transcript.system_prompt,
+        messages=tuple(state.transcript.working),
         tools=defs,
         settings=settings,
         prompt_cache_key=run.setup.prompt_cache_key,
@@ -316,9 +260,10 @@ async def _tools_step(run: Run, calls: tuple[ToolCall, ...], last_allowed: bool)
     cap = limits.max_tool_calls_per_turn
     if cap is not None and state.calls.executed + len(calls) > cap:
         return _incomplete("iteration_limit", calls)
-    budget = _budget_for_calls(run, calls)
-    if budget is not None:
-        return budget
+    if run.budgeted:
+        budget = _budget_for_calls(run, calls)
+        if budget is not None:
+            return budget
     if run.setup.durable:
         await checkpoint_step(run, "running the response's tool calls")
     await run_batch(run, calls)
@@ -336,22 +281,20 @@ async def _after_batch(run: Run, calls: Sequence[ToolCall]) -> Ending | None:
     limits = run.config.limits
     group = state.close_group()
     if run.config.output.tools and group is not None:
-        ending = await _check_output(run, calls, group.results)
-        if ending is _RETRY:
-            return None
-        if ending is not None:
-            return ending
+        verdict = await check_submissions(run, calls, group.results)
+        if verdict is not None:
+            return None if isinstance(verdict, Retry) else verdict
     if group is not None and group.ending:
         result = group.results.get(group.ending[0])
-        if run.config.output.text and not state.has_output and result is not None:
+        if run.config.output.text and not run.output.accepted and result is not None:
             # a terminal call's result is the final output, once the validators accept it
-            ending = await _accept(run, result.text, "an output validator asked for a retry")
-            if ending is not None:
-                return None if ending is _RETRY else ending
-        return _COMPLETED
+            verdict = await accept(run, result.text)
+            if verdict is not None:
+                return None if isinstance(verdict, Retry) else verdict
+        return COMPLETED
     if limits.force_final_answer and state.budget_used == limits.max_model_calls_per_turn - 1:
         final = TextBlock(text=FINAL_ANSWER_TEXT)
-        state.add(Message(role="user", content=(final,), created_at=run.runner.now()))
+        state.transcript.add(Message(role="user", content=(final,), created_at=run.runner.now()))
     return None
 
 
@@ -371,22 +314,25 @@ async def run_loop(run: Run) -> Ending:
             return ended
     elif run.setup.durable:
         await checkpoint_step(run, "the first model call")
+    budgeted = run.budgeted
     while True:
-        state.flush_reminders()
-        run.check_soft_cancel()
+        state.transcript.flush_reminders()
+        if run.cancel is not None:
+            run.check_soft_cancel()
         last_allowed = state.budget_used >= limits.max_model_calls_per_turn - 1
-        for budget, used, _ in _budgets(run):
-            if why := exceeded_before_call(budget, used):
-                return _incomplete("usage_limit", error_text=why)
+        if budgeted:
+            for budget, used, _ in _budgets(run):
+                if why := exceeded_before_call(budget, used):
+                    return _incomplete("usage_limit", error_text=why)
         request = await _request(run, last_allowed)
-        if why := await _precount(run, request):
+        if budgeted and (why := await _precount(run, request)):
             return _incomplete("usage_limit", error_text=why)
         response, calls = await _respond(run, request)
         if response.stop_kind == "pause" and not calls:
             pauses += 1
             if pauses > limits.max_pause_continuations:
                 state.count_model_call()
-                state.drop_unanswered_server_calls()
+                state.transcript.drop_unanswered_server_calls()
                 return _incomplete("pause")
             continue
         pauses = 0
@@ -400,34 +346,3 @@ async def run_loop(run: Run) -> Ending:
             ending = await _tools_step(run, calls, last_allowed)
         if ending is not None:
             return ending
-
-
-async def _check_output(
-    run: Run, calls: Sequence[ToolCall], results: Mapping[str, ToolResult]
-) -> Ending | None:
-    """Accept the first valid submit call (validators included), or count the failures.
-
-    Returns ``_RETRY`` when a submission was rejected and the model is asked again.
-    """
-    spec = run.config.output
-    rejected = False
-    for c in calls:
-        tool = spec.tool_named(c.name)
-        res = results.get(c.id)
-        if tool is None or res is None or run.state.has_output:
-            continue
-        if not res.is_error:
-            value, err = tool.validate(c.arguments)
-            if err is None:
-                ending = await _accept(run, value, "an output validator asked for a retry")
-                if ending is _RETRY:
-                    rejected = True
-                    continue
-                return ending if ending is not None else _COMPLETED
-        ending = _retry_output(
-            run, res.text, f"structured output did not validate: {res.text}", told=True
-        )
-        if ending is not None:
-            return ending
-        rejected = True
-    return _RETRY if rejected and not run.state.has_output else None

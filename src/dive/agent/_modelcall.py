@@ -38,8 +38,7 @@ def _deliverer(run: Run, first: list[float] | None) -> Deliver | None:
     events = run.events
     deliver = events.deliver if events.listening else None
     if first is None:
-        if deliver is None:
-            return None
+        assert deliver is not None
 
         async def to_listener(event: StreamEvent) -> None:
             await deliver(ModelStreamEvent(event=event))
@@ -79,9 +78,11 @@ async def call_model(run: Run, request: ModelRequest, iteration: int) -> ModelRe
         )
     started = runner.monotonic() if span is not None else 0.0
     call = ModelCall(ref=run.ref(), model=model, request=request)
+    deliver = _deliverer(run, first) if span is not None or run.events.listening else None
     try:
+        # an untraced call still opens a scope: a retry never reaches another call's observer
         with observe_retries(None if span is None else getattr(span, "add_retry", None)):
-            response = await runner.call_model(call, acc, _deliverer(run, first))
+            response = await runner.call_model(call, acc, deliver)
     except (EventHandlerError, UserError) as exc:  # the handler's failure, or a refused request
         _account_partial(run, acc)
         if span is not None:

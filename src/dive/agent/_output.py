@@ -40,6 +40,7 @@ from dive.tools import NoTitlesSchema
 
 __all__ = [
     "ModelRetry",
+    "OutputAttempts",
     "OutputMode",
     "OutputSpec",
     "OutputValidator",
@@ -160,6 +161,49 @@ def _validator_arity(fn: Callable[..., Any]) -> int:
             f"(ctx, output), not {len(params)} parameters"
         )
     return len(params)
+
+
+class OutputAttempts:
+    """One invocation's structured output: the accepted value and the failed attempts.
+
+    The loop's output checks change it (``accept``, ``count_failure``); the ending reads it.
+    """
+
+    __slots__ = ("_accepted", "_failures", "_value")
+
+    def __init__(self) -> None:
+        self._value: Any = None
+        self._accepted = False
+        self._failures = 0
+
+    @property
+    def value(self) -> Any:
+        """The accepted output, if any."""
+        return self._value
+
+    @property
+    def accepted(self) -> bool:
+        """True once an output was accepted (it may itself be None, 0 or False)."""
+        return self._accepted
+
+    @property
+    def failures(self) -> int:
+        """Failed output attempts so far."""
+        return self._failures
+
+    def accept(self, value: Any) -> None:
+        """Accept the output.
+
+        Args:
+            value: the validated output (``result.output``).
+        """
+        self._value = value
+        self._accepted = True
+
+    def count_failure(self) -> int:
+        """Count a failed attempt; returns the count."""
+        self._failures += 1
+        return self._failures
 
 
 class OutputSpec:

@@ -63,7 +63,7 @@ def to_tool_result(call: ToolCall, result: Any, *, is_error: bool = False) -> To
         result: the tool's output.
         is_error: mark the result as an error.
     """
-    output = cast(object, result)
+    output: Any = result
     if isinstance(output, int | float) and not isinstance(output, bool):
         output = _finite(output)
         text = repr(output) if isinstance(output, int) else json.dumps(output)

@@ -26,15 +26,10 @@ from dive.agent._durable import checkpoint_step
 from dive.agent._events import ToolCallResultEvent
 from dive.agent._resume_plan import ResumePlan
 from dive.agent._run import Run
-from dive.agent._toolbatch import (
-    last_in_order,
-    post_hooks,
-    run_answered,
-    run_approved,
-    run_calls,
-)
+from dive.agent._settle import post_hooks, settle
+from dive.agent._toolbatch import last_in_order, run_answered, run_approved, run_calls
 from dive.agent._tools import resolve_tools
-from dive.turns import Ending, ResumeRejected, Suspended
+from dive.turns._engine import Ending, ResumeRejected, Suspended
 
 __all__ = ["resume_group"]
 
@@ -65,23 +60,16 @@ async def _notify_held(run: Run, plan: ResumePlan) -> None:
 
 async def _accept(run: Run, plan: ResumePlan) -> list[ToolCallResultEvent]:
     """Post hooks for each supplied result, in call order; returns their events."""
-    state = run.state
     events: list[ToolCallResultEvent] = []
     for call in plan.calls:
         result = plan.supplied.get(call.id)
         if result is None:
             continue
         tool = run.tools.by_name.get(call.name)
+        failed = result.is_error  # the supplied result decides, whatever the hooks make of it
         if tool is not None:
             result = await post_hooks(run, call, tool, result, "supply")
-            if result.is_error and (
-                tool.definition.halts_batch or tool.toolset_name or tool.name in run.tools.declared
-            ):
-                state.halt_group()
-        state.group_result(call.id, result)
-        state.calls.supply(call.id)
-        if tool is not None and tool.definition.terminal and not result.is_error:
-            state.end_with(call.id)  # a terminal call's supplied success ends the turn
+        settle(run, call, result, "supply", tool=tool, failed=failed)
         events.append(ToolCallResultEvent(call=call, result=result, state="completed"))
     return events
 

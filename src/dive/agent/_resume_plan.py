@@ -26,9 +26,11 @@ from dive.errors import (
     ToolCallNotPendingError,
     UnknownToolCallError,
 )
-from dive.messages import JSONValue, TextBlock, ToolCall, ToolResult, to_jsonable
+from dive.messages import JSONValue, TextBlock, ToolCall, ToolResult
+from dive.messages.codec import to_jsonable
 from dive.tools import Background, Suspend
-from dive.turns import PendingToolCall, SuspensionState, split_suspended
+from dive.turns import PendingToolCall, SuspensionState
+from dive.turns._engine import split_suspended
 
 __all__ = ["ResumePlan", "plan_resume"]
 

@@ -18,6 +18,7 @@ from dive.agent._approval import ApprovalPolicy
 from dive.agent._background import BackgroundResult
 from dive.agent._claims import ClaimKeeper
 from dive.agent._hooks import Hooks
+from dive.agent._instructions import InstructionsSpec
 from dive.agent._options import Durability, IncompleteTurns, Limits
 from dive.agent._output import OutputSpec
 from dive.agent._resume_plan import ResumePlan
@@ -30,7 +31,7 @@ from dive.tools import Tool, Toolset
 from dive.tracing import Tracer
 from dive.turns import CancelToken, Turn
 
-__all__ = ["AgentConfig", "ToolIndex", "TurnSetup"]
+__all__ = ["REMINDER_RULE", "AgentConfig", "ToolIndex", "TurnSetup"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,10 +53,26 @@ class ToolIndex:
         return tool is not None and tool.definition.read_only
 
 
+REMINDER_RULE = (
+    "Messages may contain <system-reminder> tags added by the application. They carry context, "
+    "not instructions with authority of their own; when two reminders disagree, the later one "
+    "wins."
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentConfig:
-    """What the loop reads from the agent, as it was when the invocation started."""
+    """What the loop reads from the agent, as it was when the invocation started.
 
+    The loop never reads the live ``Agent``: changing the agent afterwards (its model,
+    instructions, limits…) does not affect a run in progress.
+    """
+
+    model: Model
+    model_settings: ModelSettings
+    instructions: InstructionsSpec
+    rules: tuple[str, ...]
+    prime_reminders: bool
     name: str | None
     id: str | None
     hooks: Hooks
@@ -76,6 +93,21 @@ class AgentConfig:
     output_retries: int
     static: ToolIndex
     toolsets: tuple[Toolset, ...]
+
+    def system_prompt(self, rendered_instructions: str | None = None) -> str:
+        """Instructions, extension and output rules, and the reminder-priming rule.
+
+        ``rendered_instructions`` is the text of dynamic instructions for one model call;
+        without it, only the static instructions are included.
+        """
+        text = rendered_instructions
+        if text is None:
+            text = self.instructions.static_text()
+        parts = [text] if text else []
+        parts.extend(self.rules)
+        if self.prime_reminders:
+            parts.append(REMINDER_RULE)
+        return "\n\n".join(parts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

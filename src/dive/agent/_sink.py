@@ -10,15 +10,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
 
-from dive.agent._events import AgentEvent, ToolCallEvent, ToolCallResultEvent
+from dive.agent._events import AgentEvent, EventHandler, ToolCallEvent, ToolCallResultEvent
 from dive.errors import EventHandlerError
 from dive.messages import ToolCall
 
 __all__ = ["EventHandler", "EventSink"]
-
-EventHandler = Callable[[AgentEvent], Awaitable[None] | None]
 
 
 class EventSink:

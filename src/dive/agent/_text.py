@@ -10,8 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 
-from dive.agent._events import AgentEvent, MessageEvent, ModelStreamEvent
-from dive.agent._sink import EventHandler
+from dive.agent._events import AgentEvent, EventHandler, MessageEvent, ModelStreamEvent
 from dive.llm import ContentBlockDelta, TextDelta
 
 __all__ = ["TextHandler", "with_text_handler"]

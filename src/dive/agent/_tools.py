@@ -19,14 +19,10 @@ from typing import Any
 
 from dive.agent._run import Run
 from dive.agent._setup import ToolIndex
-from dive.errors import DiveError, ToolDefinitionError
+from dive.errors import ToolDefinitionError, ToolResolutionError
 from dive.tools import Tool, ToolContext
 
-__all__ = ["ToolResolutionError", "index_tools", "resolve_tools"]
-
-
-class ToolResolutionError(DiveError):
-    """Tools could not be resolved for a model call."""
+__all__ = ["index_tools", "resolve_tools"]
 
 
 def _fill_from_annotations(t: Tool) -> None:
@@ -78,7 +74,7 @@ async def resolve_tools(run: Run) -> ToolIndex:
         turn_id=run.state.turn_id,
         values=setup.values,
         deps=setup.deps,
-        session_id=setup.session_id,
+        session_id=run.session_id,
         agent_name=config.name,
         cancel=setup.cancel,
     )

@@ -17,11 +17,12 @@ from typing import Any, cast
 from rich.console import Console
 from rich.text import Text
 
-from dive.agent import PendingToolCall, ToolApproval
+from dive.agent import ToolApproval
 from dive.cli._input import LineReader
 from dive.cli._render import Renderer
 from dive.permissions import ApprovalRequest, DialogAnswer, DialogDecision
 from dive.toolkit import ASK_USER_TYPE
+from dive.turns import PendingToolCall
 
 __all__ = ["TerminalDialog"]
 

@@ -24,7 +24,6 @@ from dive.agent import (
     RunResult,
     ToolCallEvent,
     ToolCallResultEvent,
-    ToolProgressEvent,
     TurnEndedEvent,
 )
 from dive.cli._console import is_live
@@ -36,6 +35,7 @@ from dive.llm import (
     TextDelta,
     ThinkingDelta,
 )
+from dive.tools import ToolProgressEvent
 
 __all__ = ["Renderer", "split_done"]
 

@@ -238,7 +238,7 @@ class ResponseAccumulator:
         if not self.complete:
             raise StreamInterruptedError("the stream ended without its end marker")
         return ModelResponse(
-            content=tuple(b.finish() for b in self._ordered()),
+            content=tuple([b.finish() for b in self._ordered()]),
             stop_reason=self.stop_reason,
             stop_details=self.stop_details,
             stop_sequence=self.stop_sequence,

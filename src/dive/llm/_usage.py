@@ -23,14 +23,6 @@ from dive.messages.codec import FORBID_EXTRA, decode, to_jsonable
 __all__ = ["Usage"]
 
 
-def _add_opt(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a + b
-
-
 def _tier(a: str | None, b: str | None) -> str | None:
     if a is None or a == b:
         return b
@@ -97,25 +89,28 @@ class Usage:
             return self
         if self is zero:
             return other
+        a, b = self, other  # the optional counts: None (unreported) unless either side has one
+        c5, c5o = a.cache_creation_5m_input_tokens, b.cache_creation_5m_input_tokens
+        c1, c1o = a.cache_creation_1h_input_tokens, b.cache_creation_1h_input_tokens
+        r, ro = a.reasoning_tokens, b.reasoning_tokens
+        ws, wso = a.web_search_requests, b.web_search_requests
+        wf, wfo = a.web_fetch_requests, b.web_fetch_requests
+        tier, tier_o = a.service_tier, b.service_tier
         return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            cache_creation_input_tokens=self.cache_creation_input_tokens
-            + other.cache_creation_input_tokens,
-            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
-            cache_creation_5m_input_tokens=_add_opt(
-                self.cache_creation_5m_input_tokens, other.cache_creation_5m_input_tokens
-            ),
-            cache_creation_1h_input_tokens=_add_opt(
-                self.cache_creation_1h_input_tokens, other.cache_creation_1h_input_tokens
-            ),
-            reasoning_tokens=_add_opt(self.reasoning_tokens, other.reasoning_tokens),
-            web_search_requests=_add_opt(self.web_search_requests, other.web_search_requests),
-            web_fetch_requests=_add_opt(self.web_fetch_requests, other.web_fetch_requests),
-            service_tier=_tier(self.service_tier, other.service_tier),
-            cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
-            requests=self.requests + other.requests,
-            known=self.known and other.known,
+            input_tokens=a.input_tokens + b.input_tokens,
+            output_tokens=a.output_tokens + b.output_tokens,
+            cache_creation_input_tokens=a.cache_creation_input_tokens
+            + b.cache_creation_input_tokens,
+            cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+            cache_creation_5m_input_tokens=c5o if c5 is None else c5 if c5o is None else c5 + c5o,
+            cache_creation_1h_input_tokens=c1o if c1 is None else c1 if c1o is None else c1 + c1o,
+            reasoning_tokens=ro if r is None else r if ro is None else r + ro,
+            web_search_requests=wso if ws is None else ws if wso is None else ws + wso,
+            web_fetch_requests=wfo if wf is None else wf if wfo is None else wf + wfo,
+            service_tier=tier if tier == tier_o else _tier(tier, tier_o),
+            cost=None if a.cost is None or b.cost is None else a.cost + b.cost,
+            requests=a.requests + b.requests,
+            known=a.known and b.known,
         )
 
     __add__ = add

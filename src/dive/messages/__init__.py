@@ -5,7 +5,6 @@ discriminated by ``type`` that round-trip exactly through JSON. This package imp
 provider SDK; providers convert at their boundary.
 """
 
-from dive.errors import IncompleteToolTurnError, MessageFieldError, MessageValidationError
 from dive.messages._backstop import UNKNOWN_RESULT_TEXT, answer_dangling_calls
 from dive.messages._blocks import (
     BLOCK_CLASSES,
@@ -46,11 +45,10 @@ from dive.messages._tooldef import (
     ToolRetryPolicy,
 )
 from dive.messages._validate import complete_turn_boundary, shared_view, validate_complete_turns
-from dive.messages.codec import EMPTY, JSONValue, dumps, to_jsonable
+from dive.messages.codec import JSONValue
 
 __all__ = [
     "BLOCK_CLASSES",
-    "EMPTY",
     "OBJECT_SCHEMA",
     "UNKNOWN_RESULT_TEXT",
     "Base64Source",
@@ -62,12 +60,9 @@ __all__ = [
     "FileSource",
     "ImageBlock",
     "ImageSource",
-    "IncompleteToolTurnError",
     "JSONValue",
     "Message",
-    "MessageFieldError",
     "MessageKind",
-    "MessageValidationError",
     "ProviderState",
     "RedactedThinkingBlock",
     "RiskLevel",
@@ -87,11 +82,9 @@ __all__ = [
     "Visibility",
     "answer_dangling_calls",
     "complete_turn_boundary",
-    "dumps",
     "messages_from_json",
     "messages_to_json",
     "shared_view",
-    "to_jsonable",
     "validate_complete_turns",
 ]
 

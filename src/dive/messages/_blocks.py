@@ -237,9 +237,11 @@ class ToolCall:
     cache_control: CacheControl | None = None
 
     def __post_init__(self) -> None:
-        _check_str(self.id, "id")
-        _check_str(self.name, "name")
-        args = cast(object, self.arguments)
+        if type(self.id) is not str:
+            _check_str(self.id, "id")
+        if type(self.name) is not str:
+            _check_str(self.name, "name")
+        args: Any = self.arguments
         if type(args) is MappingProxyType:
             return
         if type(args) is not dict and not isinstance(args, Mapping):
@@ -281,7 +283,7 @@ class ToolResult:
         given: Any = self.content
         content: tuple[object, ...]
         if type(given) is tuple:
-            content = cast("tuple[object, ...]", given)
+            content = given  # pyright: ignore[reportUnknownVariableType]
         elif isinstance(given, str):
             content = (TextBlock(text=given),)
         else:

@@ -166,7 +166,7 @@ class Message:
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
         """The client tool calls, in order."""
-        return tuple(b for b in self.content if isinstance(b, ToolCall))
+        return tuple([b for b in self.content if isinstance(b, ToolCall)])
 
     @property
     def tool_result(self) -> ToolResult | None:

@@ -10,6 +10,7 @@ from dive.tools._function import (
     schema_of,
     tool,
 )
+from dive.tools._governance import Governance
 from dive.tools._schema import validate_against_schema
 from dive.tools._tool import (
     Background,
@@ -27,6 +28,7 @@ from dive.tools._typed import TypedTool
 __all__ = [
     "Background",
     "FunctionTool",
+    "Governance",
     "NoTitlesSchema",
     "ResumedCall",
     "Suspend",

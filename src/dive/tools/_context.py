@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal
 from typing_extensions import TypeVar
 
 from dive.llm import Usage
-from dive.messages import EMPTY, JSONValue
-from dive.messages.codec import empty
+from dive.messages import JSONValue
+from dive.messages.codec import EMPTY, empty
 from dive.tools._events import ToolProgressEvent, ToolStreamEvent
 
 if TYPE_CHECKING:

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dive.messages import EMPTY, JSONValue
+from dive.messages import JSONValue
+from dive.messages.codec import EMPTY
 
 __all__ = ["ToolProgressEvent", "ToolStreamEvent"]
 

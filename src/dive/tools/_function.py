@@ -12,23 +12,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from typing_extensions import Unpack
 
 from dive.errors import ToolDefinitionError
 from dive.messages import (
-    CacheControl,
-    EffectType,
-    RiskLevel,
     ToolDefinition,
-    ToolRetryPolicy,
 )
 from dive.tools._context import ToolContext
 from dive.tools._docstring import parse_docstring
+from dive.tools._governance import Governance, governance_fields
 from dive.tools._tool import Tool, ToolAnnotations, ToolCallPreview, ToolOutput
 
 __all__ = [
@@ -99,7 +97,7 @@ def build_definition(
     description: str,
     schema: Mapping[str, Any],
     annotations: ToolAnnotations,
-    governance: Mapping[str, Any],
+    governance: Governance,
 ) -> ToolDefinition:
     """A ``ToolDefinition`` whose unset governance fields are filled from the annotations.
 
@@ -107,10 +105,14 @@ def build_definition(
         name: the tool's name.
         description: what it does, for the model.
         schema: the JSON schema of its arguments.
-        annotations: its behaviour hints.
-        governance: the governance fields given explicitly (they win over the hints).
+        annotations: its behaviour hints; set hints fill unset governance fields.
+        governance: the governance options given explicitly (:class:`Governance`; they win
+            over the hints).
+
+    Raises:
+        ToolDefinitionError: a governance value is invalid.
     """
-    fields = dict(governance)
+    fields: dict[str, Any] = dict(governance)
     # a governance keyword and the annotation may both say it: either one turns it on
     sequential_only = bool(fields.pop("sequential_only", False)) or annotations.sequential_only
     halts_batch = bool(fields.pop("halts_batch", False)) or annotations.halts_batch
@@ -205,26 +207,11 @@ class FunctionTool(Tool):
             ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
         preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
             runs (for approval UIs); None shows none.
-        timeout: seconds each attempt may run; then it is cancelled and answered as timed
-            out, recorded ``unknown`` unless the tool is read-only; None: no limit.
-        retry_policy: retries of a failed call; needs ``idempotent=True`` or
-            ``effect_type="read_only"`` when it allows more than one attempt.
-        requires_approval: the default approval policy asks before each call runs.
-        required_permissions: permissions the agent's ``granted_permissions`` must hold
-            for a call to run.
-        risk_level: ``low``, ``medium``, ``high`` or ``critical`` (None counts as medium).
-        effect_type: ``read_only``, ``write`` or ``external_side_effect``; None takes the one
-            ``annotations`` imply.
-        idempotent: a repeated call is harmless; None takes ``annotations.idempotent``.
-        terminal: the turn completes once the batch holding a call to it finishes.
-        sequential_only: a batch holding a call to it runs one call at a time (also set by
-            the annotation).
-        halts_batch: a failed call stops the calls after it in its batch (also set by the
-            annotation).
-        tags: free-form labels, recorded with each call.
-        metadata: string key/values carried on the definition.
-        origin: where the tool comes from (``local`` for a function).
-        cache_control: a prompt-cache breakpoint on the tool definition.
+        **governance: how the loop governs its calls (:class:`Governance`): ``timeout``,
+            ``retry_policy``, ``requires_approval``, ``required_permissions``,
+            ``risk_level``, ``effect_type``, ``idempotent``, ``terminal``,
+            ``sequential_only``, ``halts_batch``, ``tags``, ``metadata``, ``origin``,
+            ``cache_control``.
 
     Raises:
         ToolDefinitionError: the schema cannot be built or a governance value is invalid.
@@ -238,20 +225,7 @@ class FunctionTool(Tool):
         description: str | None = None,
         annotations: ToolAnnotations | None = None,
         preview: Preview | None = None,
-        timeout: float | None = None,
-        retry_policy: ToolRetryPolicy | None = None,
-        requires_approval: bool = False,
-        required_permissions: Iterable[str] = (),
-        risk_level: RiskLevel | None = None,
-        effect_type: EffectType | None = None,
-        idempotent: bool | None = None,
-        terminal: bool = False,
-        sequential_only: bool = False,
-        halts_batch: bool = False,
-        tags: Iterable[str] = (),
-        metadata: Mapping[str, str] | None = None,
-        origin: str = "local",
-        cache_control: CacheControl | None = None,
+        **governance: Unpack[Governance],
     ) -> None:
         tool_name = name or getattr(fn, "__name__", "")
         self.fn = fn
@@ -264,31 +238,12 @@ class FunctionTool(Tool):
             schema = schema_of(self._model)
         except Exception as exc:
             raise ToolDefinitionError(f"tool {tool_name!r}: cannot generate schema: {exc}") from exc
-        governance: dict[str, Any] = {
-            "timeout": timeout,
-            "retry_policy": retry_policy,
-            "requires_approval": requires_approval,
-            "required_permissions": required_permissions,
-            "risk_level": risk_level,
-            "effect_type": effect_type,
-            "terminal": terminal,
-            "sequential_only": sequential_only,
-            "halts_batch": halts_batch,
-            "tags": tags,
-            "origin": origin,
-            "cache_control": cache_control,
-        }
-        # left out when unset, so the definition's defaults (and the annotations) apply
-        if idempotent is not None:
-            governance["idempotent"] = idempotent
-        if metadata is not None:
-            governance["metadata"] = metadata
         self.definition = build_definition(
             tool_name,
             description if description is not None else summary,
             schema,
             self.annotations,
-            governance,
+            governance_fields(governance, f"tool {tool_name!r}"),
         )
 
     @classmethod
@@ -300,20 +255,7 @@ class FunctionTool(Tool):
         description: str | None = None,
         annotations: ToolAnnotations | None = None,
         preview: Preview | None = None,
-        timeout: float | None = None,
-        retry_policy: ToolRetryPolicy | None = None,
-        requires_approval: bool = False,
-        required_permissions: Iterable[str] = (),
-        risk_level: RiskLevel | None = None,
-        effect_type: EffectType | None = None,
-        idempotent: bool | None = None,
-        terminal: bool = False,
-        sequential_only: bool = False,
-        halts_batch: bool = False,
-        tags: Iterable[str] = (),
-        metadata: Mapping[str, str] | None = None,
-        origin: str = "local",
-        cache_control: CacheControl | None = None,
+        **governance: Unpack[Governance],
     ) -> FunctionTool:
         """Build a tool from ``fn``: the same as ``FunctionTool(fn, ...)``.
 
@@ -323,20 +265,7 @@ class FunctionTool(Tool):
             description: as for :class:`FunctionTool`.
             annotations: as for :class:`FunctionTool`.
             preview: as for :class:`FunctionTool`.
-            timeout: as for :class:`FunctionTool`.
-            retry_policy: as for :class:`FunctionTool`.
-            requires_approval: as for :class:`FunctionTool`.
-            required_permissions: as for :class:`FunctionTool`.
-            risk_level: as for :class:`FunctionTool`.
-            effect_type: as for :class:`FunctionTool`.
-            idempotent: as for :class:`FunctionTool`.
-            terminal: as for :class:`FunctionTool`.
-            sequential_only: as for :class:`FunctionTool`.
-            halts_batch: as for :class:`FunctionTool`.
-            tags: as for :class:`FunctionTool`.
-            metadata: as for :class:`FunctionTool`.
-            origin: as for :class:`FunctionTool`.
-            cache_control: as for :class:`FunctionTool`.
+            **governance: as for :class:`FunctionTool` (:class:`Governance`).
         """
         return cls(
             fn,
@@ -344,20 +273,7 @@ class FunctionTool(Tool):
             description=description,
             annotations=annotations,
             preview=preview,
-            timeout=timeout,
-            retry_policy=retry_policy,
-            requires_approval=requires_approval,
-            required_permissions=required_permissions,
-            risk_level=risk_level,
-            effect_type=effect_type,
-            idempotent=idempotent,
-            terminal=terminal,
-            sequential_only=sequential_only,
-            halts_batch=halts_batch,
-            tags=tags,
-            metadata=metadata,
-            origin=origin,
-            cache_control=cache_control,
+            **governance,
         )
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:
@@ -390,20 +306,7 @@ def tool(
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
     preview: Preview | None = None,
-    timeout: float | None = None,
-    retry_policy: ToolRetryPolicy | None = None,
-    requires_approval: bool = False,
-    required_permissions: Iterable[str] = (),
-    risk_level: RiskLevel | None = None,
-    effect_type: EffectType | None = None,
-    idempotent: bool | None = None,
-    terminal: bool = False,
-    sequential_only: bool = False,
-    halts_batch: bool = False,
-    tags: Iterable[str] = (),
-    metadata: Mapping[str, str] | None = None,
-    origin: str = "local",
-    cache_control: CacheControl | None = None,
+    **governance: Unpack[Governance],
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -413,20 +316,7 @@ def tool(
     description: str | None = None,
     annotations: ToolAnnotations | None = None,
     preview: Preview | None = None,
-    timeout: float | None = None,
-    retry_policy: ToolRetryPolicy | None = None,
-    requires_approval: bool = False,
-    required_permissions: Iterable[str] = (),
-    risk_level: RiskLevel | None = None,
-    effect_type: EffectType | None = None,
-    idempotent: bool | None = None,
-    terminal: bool = False,
-    sequential_only: bool = False,
-    halts_batch: bool = False,
-    tags: Iterable[str] = (),
-    metadata: Mapping[str, str] | None = None,
-    origin: str = "local",
-    cache_control: CacheControl | None = None,
+    **governance: Unpack[Governance],
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a function: ``@tool`` or ``@tool(name=..., timeout=..., ...)``.
 
@@ -442,26 +332,11 @@ def tool(
             ``effect_type``, ``idempotent``, ``sequential_only`` and ``halts_batch``.
         preview: computes a :class:`ToolCallPreview` of a call from its arguments before it
             runs (for approval UIs); None shows none.
-        timeout: seconds each attempt may run; then it is cancelled and answered as timed
-            out, recorded ``unknown`` unless the tool is read-only; None: no limit.
-        retry_policy: retries of a failed call; needs ``idempotent=True`` or
-            ``effect_type="read_only"`` when it allows more than one attempt.
-        requires_approval: the default approval policy asks before each call runs.
-        required_permissions: permissions the agent's ``granted_permissions`` must hold
-            for a call to run.
-        risk_level: ``low``, ``medium``, ``high`` or ``critical`` (None counts as medium).
-        effect_type: ``read_only``, ``write`` or ``external_side_effect``; None takes the one
-            ``annotations`` imply.
-        idempotent: a repeated call is harmless; None takes ``annotations.idempotent``.
-        terminal: the turn completes once the batch holding a call to it finishes.
-        sequential_only: a batch holding a call to it runs one call at a time (also set by
-            the annotation).
-        halts_batch: a failed call stops the calls after it in its batch (also set by the
-            annotation).
-        tags: free-form labels, recorded with each call.
-        metadata: string key/values carried on the definition.
-        origin: where the tool comes from (``local`` for a function).
-        cache_control: a prompt-cache breakpoint on the tool definition.
+        **governance: how the loop governs its calls (:class:`Governance`): ``timeout``,
+            ``retry_policy``, ``requires_approval``, ``required_permissions``,
+            ``risk_level``, ``effect_type``, ``idempotent``, ``terminal``,
+            ``sequential_only``, ``halts_batch``, ``tags``, ``metadata``, ``origin``,
+            ``cache_control``.
 
     Returns:
         The tool (``@tool``), or a decorator that makes one (``@tool(...)``).
@@ -469,6 +344,7 @@ def tool(
     Raises:
         ToolDefinitionError: the schema cannot be built or a governance value is invalid.
     """
+    governance_fields(governance, "tool()")  # a misspelt keyword fails here, not when applied
 
     def make(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(
@@ -477,20 +353,7 @@ def tool(
             description=description,
             annotations=annotations,
             preview=preview,
-            timeout=timeout,
-            retry_policy=retry_policy,
-            requires_approval=requires_approval,
-            required_permissions=required_permissions,
-            risk_level=risk_level,
-            effect_type=effect_type,
-            idempotent=idempotent,
-            terminal=terminal,
-            sequential_only=sequential_only,
-            halts_batch=halts_batch,
-            tags=tags,
-            metadata=metadata,
-            origin=origin,
-            cache_control=cache_control,
+            **governance,
         )
 
     return make(fn) if fn is not None else make

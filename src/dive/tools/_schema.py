@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
+if TYPE_CHECKING:
+    import jsonschema.exceptions
 
 __all__ = ["validate_against_schema"]
 
@@ -44,6 +43,9 @@ def _is_array(_: object, value: object) -> bool:
 
 
 def _validator_class(schema: Mapping[str, Any]) -> Any:
+    import jsonschema  # imported on first use: most tools are validated by pydantic
+    import jsonschema.validators
+
     base: Any = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls = _classes.get(base)
     if cls is None:
@@ -88,6 +90,8 @@ def _describe(error: jsonschema.exceptions.ValidationError) -> str:
     if error.validator == "additionalProperties" and error.validator_value is False:
         return f"{_path(where)}: {error.message}"
     if error.validator in ("anyOf", "oneOf") and error.context:
+        import jsonschema.exceptions
+
         errors: Any = jsonschema.exceptions
         best: jsonschema.exceptions.ValidationError | None = errors.best_match(error.context)
         if best is not None:  # pyright: ignore[reportUnnecessaryComparison]

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 from dive.errors import ToolDefinitionError
 from dive.tools._context import ToolContext
 from dive.tools._function import build_definition, format_validation_error, schema_of
+from dive.tools._governance import Governance, governance_fields
 from dive.tools._tool import Tool, ToolAnnotations, ToolOutput
 
 __all__ = ["TypedTool"]
@@ -29,7 +30,8 @@ class TypedTool(Tool, Generic[InputT]):
     tool_name: ClassVar[str] = ""
     tool_description: ClassVar[str] = ""
     tool_annotations: ClassVar[ToolAnnotations] = ToolAnnotations()
-    governance: ClassVar[Mapping[str, Any]] = {}
+    governance: ClassVar[Governance] = {}
+    """How the loop governs its calls (:class:`~dive.tools.Governance`)."""
 
     def __init__(self) -> None:
         model = getattr(type(self), "input_model", None)
@@ -41,7 +43,11 @@ class TypedTool(Tool, Generic[InputT]):
         self.annotations = self.tool_annotations
         description = self.tool_description or (model.__doc__ or "").strip()
         self.definition = build_definition(
-            name, description, schema_of(model), self.annotations, self.governance
+            name,
+            description,
+            schema_of(model),
+            self.annotations,
+            governance_fields(self.governance, f"tool {name!r}"),
         )
 
     def validate(self, arguments: Mapping[str, Any]) -> tuple[Any, str | None]:

@@ -1,16 +1,15 @@
-"""Turns: the records of what happened, and the one owner of a turn while it runs.
+"""Turns: the records of what happened, and the functions users call on them.
 
 This package sits below ``dive.agent`` and ``dive.sessions``: sessions store its records,
-the agent drives its state. It holds
+the agent drives a turn through the engine (``dive.turns._engine``: ``TurnState``, the call
+ledger and its transition table, the open tool group, the ``Ending`` union), which only
+``dive.agent`` imports. Here are
 
 - the records (``Turn``, ``TurnOutcome``, ``ToolCallRecord``, ``PendingToolCall``,
-  ``SuspensionState``), which round-trip exactly through JSON;
+  ``SuspensionState``), which round-trip exactly through JSON, and ``TurnView`` (a turn as a
+  hook sees it);
 - the close projection (``close_turn``) and its texts, and closing stored turns without
   running them (``recover_running_turn``, ``close_for_fork``);
-- the call ledger (``CallLedger``), the only owner of call states, whose transitions are one
-  table (``TRANSITIONS``);
-- ``TurnState``, whose fields change only through its own methods, and the ``Ending`` union
-  every driver step returns;
 - reminders and the ``CancelToken``.
 """
 
@@ -19,17 +18,11 @@ from dive.turns._close import (
     HALTED_TEXT,
     NOT_RUN_TEXT,
     UNKNOWN_TEXT,
-    advise,
-    answer_open_calls,
     close_turn,
     find_latest_turn_outcome,
     find_turn_outcome,
-    open_group_calls,
     outcome_note,
 )
-from dive.turns._ending import Completed, Ending, Incomplete, ResumeRejected, Suspended
-from dive.turns._group import OpenGroup
-from dive.turns._ledger import PHASE_STATE, TRANSITIONS, CallLedger, LedgerError, Phase, Transition
 from dive.turns._records import (
     SCHEMA_VERSION,
     ApprovalKind,
@@ -47,14 +40,7 @@ from dive.turns._records import (
     TurnStatus,
     new_turn_id,
 )
-from dive.turns._recover import (
-    close_for_fork,
-    close_stored_turn,
-    recover_running_turn,
-    split_suspended,
-    suspended_records,
-    turn_from_suspension,
-)
+from dive.turns._recover import close_for_fork, recover_running_turn
 from dive.turns._reminders import (
     RESERVED_REMINDERS,
     Reminder,
@@ -66,7 +52,6 @@ from dive.turns._reminders import (
     remove_reminder,
     strip_reminders,
 )
-from dive.turns._state import TurnState
 from dive.turns._view import TurnView
 
 __all__ = [
@@ -74,40 +59,24 @@ __all__ = [
     "ApprovalRecord",
     "HALTED_TEXT",
     "NOT_RUN_TEXT",
-    "PHASE_STATE",
     "RESERVED_REMINDERS",
     "SCHEMA_VERSION",
-    "TRANSITIONS",
     "UNKNOWN_TEXT",
-    "CallLedger",
     "CallState",
     "CancelToken",
-    "Completed",
-    "Ending",
-    "Incomplete",
     "IncompleteReason",
-    "LedgerError",
     "NextStep",
-    "OpenGroup",
     "PendingToolCall",
     "Persistence",
-    "Phase",
     "Reminder",
-    "ResumeRejected",
-    "Suspended",
     "SuspensionState",
     "ToolCallRecord",
-    "Transition",
     "Turn",
     "TurnOrigin",
     "TurnOutcome",
-    "TurnState",
     "TurnStatus",
     "TurnView",
-    "advise",
-    "answer_open_calls",
     "close_for_fork",
-    "close_stored_turn",
     "close_turn",
     "find_latest_reminder",
     "find_latest_turn_outcome",
@@ -115,16 +84,12 @@ __all__ = [
     "find_turn_outcome",
     "is_reminder",
     "new_turn_id",
-    "open_group_calls",
     "outcome_note",
     "recover_running_turn",
     "reminder_details",
     "reminder_message",
     "remove_reminder",
-    "split_suspended",
     "strip_reminders",
-    "suspended_records",
-    "turn_from_suspension",
 ]
 
 from dive._public import publish as _publish

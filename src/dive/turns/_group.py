@@ -1,7 +1,7 @@
 """``OpenGroup``: the tool calls of one response while they run.
 
 Results and hook context so far, whether a halting call failed, and which calls ended the
-turn. Only ``TurnState`` changes it (``group_result``, ``halt_group``, ``end_with``…); the
+turn. Only ``TurnState`` changes it (``settle`` writes a result with its call's state); the
 loop reads it.
 """
 
@@ -60,7 +60,7 @@ class OpenGroup:
         return tuple(sorted(self._ending, key=lambda i: order.get(i, len(order))))
 
     def add_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result (``TurnState.group_result``).
+        """Record a call's result (``TurnState.settle``).
 
         Args:
             call_id: the call answered.
@@ -79,11 +79,11 @@ class OpenGroup:
         self._context[call_id] = f"{prev}\n{text}" if prev else text
 
     def halt(self) -> None:
-        """A halting call failed (``TurnState.halt_group``)."""
+        """A halting call failed (``TurnState.settle``)."""
         self._halted = True
 
     def end_with(self, call_id: str) -> None:
-        """A call succeeded in ending the turn (``TurnState.end_with``).
+        """A call succeeded in ending the turn (``TurnState.settle``).
 
         Args:
             call_id: the call that ended the turn.

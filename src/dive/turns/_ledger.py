@@ -217,7 +217,8 @@ class CallLedger:
         Args:
             call_id: an announced call's id.
         """
-        return PHASE_STATE[self._entry(call_id).phase]
+        entry = self._entries.get(call_id)
+        return PHASE_STATE[(entry or self._entry(call_id)).phase]
 
     def pending(self, call_id: str) -> PendingToolCall | None:
         """The pending call of a held or suspended call.
@@ -268,7 +269,7 @@ class CallLedger:
             transition: the named transition (``TRANSITIONS`` lists the allowed ones).
             error: the call's error text, kept on its record.
         """
-        entry = self._entry(call_id)
+        entry = self._entries.get(call_id) or self._entry(call_id)
         to = TRANSITIONS[transition].get(entry.phase)
         if to is None:
             raise LedgerError(

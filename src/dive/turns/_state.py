@@ -1,31 +1,29 @@
 """``TurnState``: the state of one turn while it runs, changed only through its own methods.
 
-It owns the output record (full fidelity: what is saved), the model-facing working set (what
-hooks may rewrite), the tool group in flight, the call ledger, counters, usage and queued
-reminders. Every message the turn adds goes through :meth:`TurnState.add`, so record and
-working set never drift apart; the records it builds (``running_turn``, ``final_turn``,
-``suspension_state``) are the only way a turn's state leaves it.
+It is made of small owners: the transcript (``transcript``: record, working set, system
+prompt, queued reminders), the call ledger (``calls``: the only owner of call states), the
+open tool group, and the counts (one frozen ``TurnCounters``); beside them usage, the
+revision and the accepted resume results. The records it builds (``running_turn``,
+``final_turn``, ``suspend``) are the only way a turn's state leaves it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 from dive.llm import ModelResponse, ResponseAccumulator, Usage
 from dive.messages import (
     JSONValue,
     Message,
-    ServerToolCall,
-    ServerToolResult,
     ToolCall,
     ToolDefinition,
     ToolResult,
 )
+from dive.turns._counters import TurnCounters
 from dive.turns._group import OpenGroup
-from dive.turns._ledger import CallLedger
+from dive.turns._ledger import CallLedger, Transition
 from dive.turns._records import (
     SuspensionState,
     Turn,
@@ -34,7 +32,7 @@ from dive.turns._records import (
     TurnStatus,
 )
 from dive.turns._recover import split_suspended
-from dive.turns._reminders import Reminder, reminder_message
+from dive.turns._transcript import Transcript
 
 __all__ = ["TurnState"]
 
@@ -53,9 +51,7 @@ class TurnState:
         system_prompt: the rendered system prompt.
         ledger: the call ledger of a reopened turn; None: a new, empty one.
         prior_usage: usage of the turn before this invocation (a resumed or continued turn).
-        model_calls: model calls the turn already made.
-        iterations: loop iterations the turn already ran.
-        budget_start: the ``model_calls`` count at which the current budget began.
+        counters: the counts the turn already has (a reopened or continued turn).
         revision: the session revision the turn was loaded at.
         created_at: when the turn began; None: now.
         accepted: results a resume already accepted, by call id.
@@ -64,32 +60,21 @@ class TurnState:
 
     __slots__ = (
         "_accepted",
-        "_budget_start",
         "_clock",
+        "_counters",
         "_created_at",
         "_group",
-        "_has_output",
-        "_history",
-        "_iterations",
         "_last_response",
         "_ledger",
-        "_model_calls",
-        "_model_only",
         "_origin",
-        "_output",
-        "_output_failures",
         "_prior_usage",
-        "_queued",
-        "_record",
-        "_rendered_prompt",
         "_revision",
         "_stream",
-        "_system_prompt",
         "_turn_id",
         "_usage",
         "_usage_unknown",
-        "_working",
         "calls",
+        "transcript",
     )
 
     def __init__(
@@ -101,9 +86,7 @@ class TurnState:
         system_prompt: str,
         ledger: CallLedger | None = None,
         prior_usage: Usage | None = None,
-        model_calls: int = 0,
-        iterations: int = 0,
-        budget_start: int = 0,
+        counters: TurnCounters | None = None,
         revision: int = 0,
         created_at: datetime | None = None,
         accepted: Mapping[str, JSONValue] | None = None,
@@ -113,12 +96,8 @@ class TurnState:
         self._turn_id = turn_id
         self._origin = origin
         self._created_at = created_at or clock()
-        self._system_prompt = system_prompt
-        self._rendered_prompt = system_prompt
-        self._record: list[Message] = []
-        self._working: list[Message] = list(history)
-        self._model_only: list[Message] = []
-        self._history = tuple(history)
+        self.transcript: Final = Transcript(history, system_prompt, clock)
+        """The turn's messages: record, working set, system prompt, queued reminders."""
         self._ledger = ledger or CallLedger()
         self.calls: Final[CallLedger] = self._ledger
         """The call ledger: the only owner of call states."""
@@ -126,14 +105,8 @@ class TurnState:
         self._usage = Usage.ZERO
         self._prior_usage = prior_usage or Usage.ZERO
         self._usage_unknown = False
-        self._model_calls = model_calls
-        self._iterations = max(iterations, model_calls)
-        self._budget_start = budget_start
+        self._counters = counters or TurnCounters()
         self._revision = revision
-        self._queued: list[tuple[Reminder, bool]] = []
-        self._output: Any = None
-        self._has_output = False
-        self._output_failures = 0
         self._last_response: ModelResponse | None = None
         self._stream: ResponseAccumulator | None = None
         self._accepted: dict[str, JSONValue] = dict(accepted or {})
@@ -175,9 +148,7 @@ class TurnState:
                 definition_of=definition_of,
             ),
             prior_usage=s.usage,
-            model_calls=s.model_calls,
-            iterations=s.iterations,
-            budget_start=s.budget_start,
+            counters=TurnCounters.of(s),
             revision=revision,
             created_at=stored.created_at,
             accepted=s.accepted,
@@ -185,7 +156,7 @@ class TurnState:
         )
         prefix, calls, results = split_suspended(s.turn_messages)
         for m in prefix:
-            state.add(m)
+            state.transcript.add(m)
         state.open_group(
             OpenGroup(
                 calls,
@@ -216,98 +187,6 @@ class TurnState:
         """The turn's clock (the runner's): timestamps of what the turn adds."""
         return self._clock()
 
-    # --- messages -----------------------------------------------------------------------------
-
-    @property
-    def history(self) -> tuple[Message, ...]:
-        """The history before the turn, as the turn began (what ``RunResult`` reports)."""
-        return self._history
-
-    @property
-    def record(self) -> Sequence[Message]:
-        """The turn's messages as recorded (what is saved)."""
-        return self._record
-
-    @property
-    def working(self) -> Sequence[Message]:
-        """What the model is sent: history, the record and model-only messages."""
-        return self._working
-
-    @property
-    def system_prompt(self) -> str:
-        """The system prompt of the next model call."""
-        return self._system_prompt
-
-    def set_system_prompt(self, text: str) -> None:
-        """Replace the system prompt (``pre_generation`` / ``pre_iteration`` hooks).
-
-        Args:
-            text: the new system prompt.
-        """
-        self._system_prompt = text
-
-    def render_system_prompt(self, prompt: str) -> None:
-        """Apply a freshly rendered prompt (dynamic instructions, before a model call).
-
-        Unchanged text changes nothing (the cache prefix holds). When hooks edited the
-        prompt around the previous rendering, only that rendering is replaced; when they
-        rewrote it entirely, their text stays.
-
-        Args:
-            prompt: the instructions as just rendered.
-        """
-        last = self._rendered_prompt
-        if prompt == last:
-            return
-        if self._system_prompt == last:
-            self._system_prompt = prompt
-        elif last and last in self._system_prompt:
-            self._system_prompt = self._system_prompt.replace(last, prompt, 1)
-        self._rendered_prompt = prompt
-
-    def add(self, message: Message) -> None:
-        """Append a message to the record and the working set.
-
-        Args:
-            message: the message to append.
-        """
-        self._record.append(message)
-        self._working.append(message)
-
-    def add_model_only(self, message: Message) -> None:
-        """Append a message the model sees during this invocation but that is not saved.
-
-        Args:
-            message: the message to show the model.
-        """
-        self._model_only.append(message)
-        self._working.append(message)
-
-    def seed(self, messages: Sequence[Message], *, persist: bool) -> None:
-        """``session_start`` messages: recorded with the turn, or for the model only.
-
-        Args:
-            messages: what the ``session_start`` hook returned.
-            persist: record them with the turn (True) or show them to the model only.
-        """
-        for m in messages:
-            if persist:
-                self.add(m)
-            else:
-                self._working.append(m)
-
-    def replace_working(self, messages: Sequence[Message]) -> None:
-        """Replace the model-facing working set (a hook's rewrite; the record is kept).
-
-        Args:
-            messages: the new working set; it must be a valid history.
-        """
-        self._working = list(messages)
-
-    def reappend_model_only(self) -> None:
-        """Re-append this invocation's model-only messages at the tail (after a ``stop``)."""
-        self._working.extend(self._model_only)
-
     def add_response(
         self, message: Message, definition_of: Callable[[str], ToolDefinition | None]
     ) -> tuple[ToolCall, ...]:
@@ -318,42 +197,11 @@ class TurnState:
             definition_of: finds a tool's definition by name (None for an unknown tool).
         """
         if message.content:
-            self.add(message)
+            self.transcript.add(message)
         calls = message.tool_calls
         for call in calls:
             self._ledger.announce(call, definition_of(call.name))
         return calls
-
-    def drop_unanswered_server_calls(self) -> None:
-        """After giving up on a pause: drop the paused messages' unanswered server calls."""
-        start = len(self._record)
-        while start > 0 and self._record[start - 1].role == "assistant":
-            start -= 1
-        tail = self._record[start:]
-        answered = {
-            b.tool_use_id for m in tail for b in m.content if isinstance(b, ServerToolResult)
-        }
-        rebuilt: list[Message] = []
-        for m in tail:
-            kept = tuple(
-                b for b in m.content if not (isinstance(b, ServerToolCall) and b.id not in answered)
-            )
-            if kept:
-                rebuilt.append(m if kept == m.content else replace(m, content=kept))
-        if [id(m) for m in rebuilt] == [id(m) for m in tail]:
-            return
-        del self._record[start:]
-        self._working = [m for m in self._working if not any(m is t for t in tail)]
-        for m in rebuilt:
-            self.add(m)
-
-    def close_record(self, messages: Sequence[Message]) -> None:
-        """Replace the record with its closed form (the ending only).
-
-        Args:
-            messages: the closed messages (every call answered, the outcome note last).
-        """
-        self._record = list(messages)
 
     # --- the tool group in flight ------------------------------------------------------------
 
@@ -370,15 +218,34 @@ class TurnState:
         """
         self._group = group
 
-    def group_result(self, call_id: str, result: ToolResult) -> None:
-        """Record a call's result in the open group.
+    def settle(
+        self,
+        call_id: str,
+        result: ToolResult,
+        how: Transition,
+        *,
+        error: str | None = None,
+        halt: bool = False,
+        end: bool = False,
+    ) -> None:
+        """Answer a call of the open group: its result and its state, written together.
 
         Args:
             call_id: the call answered.
             result: its result.
+            how: the ledger transition (``finish``, ``time_out``, ``reject``, ``supply``).
+            error: the call's error text, kept on its record.
+            halt: a halting call failed, so the group's later halting calls do not run.
+            end: the call's success ends the turn once the group is done.
         """
-        assert self._group is not None
-        self._group.add_result(call_id, result)
+        group = self._group
+        assert group is not None, "no tool group is open"
+        group.add_result(call_id, result)
+        self._ledger.apply(call_id, how, error=error)
+        if halt:
+            group.halt()
+        if end:
+            group.end_with(call_id)
 
     def group_context(self, call_id: str, text: str) -> None:
         """Add hook context for a call (joined to earlier context with a newline).
@@ -390,26 +257,12 @@ class TurnState:
         assert self._group is not None
         self._group.add_context(call_id, text)
 
-    def halt_group(self) -> None:
-        """A halting call failed: later halting calls of the group are not run."""
-        assert self._group is not None
-        self._group.halt()
-
-    def end_with(self, call_id: str) -> None:
-        """A call of the open group succeeded in ending the turn (a terminal result).
-
-        Args:
-            call_id: the call whose terminal result ends the turn.
-        """
-        assert self._group is not None
-        self._group.end_with(call_id)
-
     def close_group(self) -> OpenGroup | None:
         """Record the open group's results (call order, context after) and clear it."""
         group, self._group = self._group, None
         if group is not None:
             for m in group.messages():
-                self.add(m)
+                self.transcript.add(m)
         return group
 
     def take_group(self) -> OpenGroup | None:
@@ -422,29 +275,42 @@ class TurnState:
     @property
     def model_calls(self) -> int:
         """Model calls of the turn (pause resends excluded), across suspensions."""
-        return self._model_calls
+        return self._counters.model_calls
 
     @property
     def iterations(self) -> int:
         """Every model call of the turn, pause resends included (``pre_iteration``'s count)."""
-        return self._iterations
+        return self._counters.iterations
+
+    @property
+    def counters(self) -> TurnCounters:
+        """The turn's counts, one frozen value."""
+        return self._counters
 
     @property
     def budget_used(self) -> int:
         """Model calls counted against ``max_model_calls_per_turn`` (since a fresh budget)."""
-        return self._model_calls - self._budget_start
+        c = self._counters
+        return c.model_calls - c.budget_start
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(revision, iterations)``: where the turn stands, in one read."""
+        return self._revision, self._counters.iterations
 
     def count_iteration(self) -> None:
         """A model call was made."""
-        self._iterations += 1
+        c = self._counters
+        self._counters = TurnCounters(c.model_calls, c.iterations + 1, c.budget_start)
 
     def count_model_call(self) -> None:
         """A model call that counts against the limit completed."""
-        self._model_calls += 1
+        c = self._counters
+        self._counters = TurnCounters(c.model_calls + 1, c.iterations, c.budget_start)
 
     def grant_fresh_budget(self) -> None:
         """A ``stop`` continuation: the model-call limit counts from here."""
-        self._budget_start = self._model_calls
+        self._counters = self._counters.with_fresh_budget()
 
     @property
     def usage(self) -> Usage:
@@ -498,69 +364,6 @@ class TurnState:
         acc, self._stream = self._stream, None
         return acc
 
-    # --- structured output ---------------------------------------------------------------------
-
-    @property
-    def output(self) -> Any:
-        """The accepted structured output, if any."""
-        return self._output
-
-    @property
-    def has_output(self) -> bool:
-        """True once an output was accepted (it may itself be None, 0 or False)."""
-        return self._has_output
-
-    @property
-    def output_failures(self) -> int:
-        """Failed output attempts so far."""
-        return self._output_failures
-
-    def set_output(self, value: Any) -> None:
-        """Accept the output.
-
-        Args:
-            value: the validated output (``result.output``).
-        """
-        self._output = value
-        self._has_output = True
-
-    def count_output_failure(self) -> int:
-        """Count a failed structured-output attempt; returns the count."""
-        self._output_failures += 1
-        return self._output_failures
-
-    # --- reminders -----------------------------------------------------------------------------
-
-    def queue_reminders(self, items: Sequence[tuple[Reminder, bool]]) -> None:
-        """Queue reminders (``recorded`` flag) for the next iteration boundary.
-
-        Args:
-            items: each reminder with its ``recorded`` flag (True: saved with the turn; False: shown
-                to the model only).
-        """
-        self._queued.extend(items)
-
-    def flush_reminders(self) -> None:
-        """Deliver queued reminders at an iteration boundary."""
-        if not self._queued:
-            return
-        queued, self._queued = self._queued, []
-        at = self._clock()
-        for reminder, recorded in queued:
-            msg = reminder_message(reminder, at=at)
-            if recorded:
-                self.add(msg)
-            else:
-                self.add_model_only(msg)
-
-    def take_recorded_reminders(self) -> list[Message]:
-        """Queued recorded reminders as messages (model-only ones are dropped)."""
-        queued, self._queued = self._queued, []
-        if not queued:
-            return []
-        at = self._clock()
-        return [reminder_message(r, at=at) for r, recorded in queued if recorded]
-
     # --- persistence ---------------------------------------------------------------------------
 
     @property
@@ -593,7 +396,7 @@ class TurnState:
 
     def running_turn(self) -> Turn:
         """The ``running`` record as it stands (results of the group in flight included)."""
-        messages = list(self._record)
+        messages = list(self.transcript.record)
         if self._group is not None:
             messages.extend(self._group.messages())
         return self._turn("running", tuple(messages))
@@ -614,7 +417,7 @@ class TurnState:
         """
         return self._turn(
             status,
-            tuple(self._record),
+            self.transcript.record_tuple(),
             outcome=outcome,
             suspension=suspension,
             finished_at=self._clock(),
@@ -637,13 +440,10 @@ class TurnState:
             tool_calls=self._ledger.records(),
             usage=self.turn_usage,
             created_at=self._created_at,
-            model_calls=self._model_calls,
-            executed_tool_calls=self._ledger.executed,
-            iterations=self._iterations,
-            budget_start=self._budget_start,
             outcome=outcome,
             suspension=suspension,
             finished_at=finished_at,
+            **self._counters.fields(self._ledger.executed),
         )
 
     def suspend(self) -> SuspensionState:
@@ -654,23 +454,20 @@ class TurnState:
         group = self._group
         assert group is not None
         for m in group.result_messages():
-            self.add(m)
+            self.transcript.add(m)
         ledger = self._ledger
         pending = tuple(p for c in group.calls if (p := ledger.pending(c.id)) is not None)
         return SuspensionState(
             turn_id=self._turn_id,
             pending_tool_calls=pending,
             completed_tool_calls=tuple(c.id for c in group.calls if c.id in group.results),
-            turn_messages=tuple(self._record),
+            turn_messages=self.transcript.record_tuple(),
             batch_halted=group.halted,
             ending_calls=group.ending,
             usage=self.turn_usage,
             origin=self._origin,
             accepted=dict(self._accepted),
             context=dict(group.context),
-            model_calls=self._model_calls,
-            executed_tool_calls=ledger.executed,
-            iterations=self._iterations,
-            budget_start=self._budget_start,
             tool_calls=ledger.records(),
+            **self._counters.fields(ledger.executed),
         )
