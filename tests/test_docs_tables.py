@@ -2,14 +2,22 @@
 
 The "when each point runs" table of docs/hooks.md lists every hook point in order (the policy
 table above it is generated from ``HOOK_POLICIES`` and checked in ``tests/test_hook_table.py``);
-the reasons table of docs/turns.md lists every ``IncompleteReason`` with its default next step.
+the reasons table of docs/turns.md lists every ``IncompleteReason`` with its default next step;
+docs/errors.md names every exception the public packages export.
 """
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 
+import dive.errors
+import dive.executor
+import dive.mcp
+import dive.permissions
+import dive.testing
+import dive.toolkit
 from dive.agent import HOOK_POINTS
 from dive.turns import IncompleteReason
 from dive.turns._close import DEFAULT_NEXT
@@ -40,3 +48,19 @@ def test_the_reasons_table_lists_every_reason_with_its_default_next_step() -> No
     assert reasons == list(typing.get_args(IncompleteReason))
     for reason, _what, next_step in rows:
         assert next_step.strip("`") == DEFAULT_NEXT[reason.strip("`")], reason
+
+
+def test_the_error_reference_names_every_exported_exception() -> None:
+    page = (DOCS / "errors.md").read_text()
+    for module in (
+        dive.errors,
+        dive.executor,
+        dive.mcp,
+        dive.permissions,
+        dive.toolkit,
+        dive.testing,
+    ):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                assert re.search(rf"\b{name}\b", page), f"{module.__name__}.{name}"
