@@ -3,7 +3,8 @@
 The "when each point runs" table of docs/hooks.md lists every hook point in order (the policy
 table above it is generated from ``HOOK_POLICIES`` and checked in ``tests/test_hook_table.py``);
 the reasons table of docs/turns.md lists every ``IncompleteReason`` with its default next step;
-docs/errors.md names every exception the public packages export.
+docs/errors.md names every exception the public packages export; the governance table of
+docs/agents.md has a row for every governance field.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import dive.permissions
 import dive.testing
 import dive.toolkit
 from dive.agent import HOOK_POINTS
+from dive.tools import Governance
 from dive.turns import IncompleteReason
 from dive.turns._close import DEFAULT_NEXT
 
@@ -64,3 +66,8 @@ def test_the_error_reference_names_every_exported_exception() -> None:
             obj = getattr(module, name)
             if isinstance(obj, type) and issubclass(obj, BaseException):
                 assert re.search(rf"\b{name}\b", page), f"{module.__name__}.{name}"
+
+
+def test_the_governance_table_has_every_field() -> None:
+    rows = _rows("agents.md", "## Governance: what a tool may do")
+    assert sorted(r[0].strip("`") for r in rows) == sorted(Governance.__annotations__)
