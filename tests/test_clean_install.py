@@ -70,6 +70,7 @@ EXTRA_MODULES = {
     "dive.providers.anthropic": "anthropic",
     "dive.providers.google": "google",
     "dive.providers.openai": "openai",
+    "dive.temporal": "temporal",
 }
 
 # Examples that run offline with no extra (arguments after the file name).

@@ -444,6 +444,14 @@ EXPORTS: dict[str, list[str]] = {
         "run_with_handoffs",
     ],
     "dive.otel": ["OTelTracer"],
+    "dive.temporal": [
+        "DATA_CONVERTER",
+        "LiveTurn",
+        "TemporalAgent",
+        "TemporalTurnHandle",
+        "TextChunk",
+        "connect",
+    ],
     "dive.a2a": [
         "DiveRequestHandler",
         "RemoteAgent",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import secrets
 import socket
 
 from dive.agent._runner import IN_PROCESS, Runner
@@ -19,7 +18,9 @@ from dive.turns import CancelToken
 
 __all__ = ["ClaimKeeper", "process_owner"]
 
-_OWNER = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+# os.urandom, not secrets: a workflow sandbox (Temporal's) refuses the secrets module even at
+# import, and drawing at import keeps the draw out of every turn (no effect past the runner)
+_OWNER = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def process_owner() -> str:
