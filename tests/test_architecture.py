@@ -579,6 +579,7 @@ AGENT_DRIVER = {
     "_end",
     "_cancel_suspended",
     "_durable",
+    "_eager",
     "_sink",
 }
 AGENT_FEATURES = {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from dive.agent._eager import start
 from dive.agent._run import Run
 from dive.errors import StepCheckpointError
 
@@ -26,7 +27,13 @@ async def checkpoint_step(run: Run, what: str) -> None:
     state = run.state
     turn = state.running_turn()
     limit = run.config.incomplete_turns.save_timeout
-    write = asyncio.ensure_future(run.runner.write(session, turn, expected_revision=state.revision))
+    write = start(run.runner.write(session, turn, expected_revision=state.revision))
+    if write.done():  # the usual case: written without waiting (no task, no timer)
+        exc = write.exception()
+        if exc is not None:
+            raise _failed(what, exc) from exc
+        state.saved(write.result())
+        return
     try:
         async with asyncio.timeout(limit):
             revision = await asyncio.shield(write)
@@ -34,10 +41,14 @@ async def checkpoint_step(run: Run, what: str) -> None:
         await _salvage(run, write, limit)
         raise
     except Exception as exc:
-        raise StepCheckpointError(
-            f"step checkpoint before {what} failed ({exc!r}); the step did not run"
-        ) from exc
+        raise _failed(what, exc) from exc
     state.saved(revision)
+
+
+def _failed(what: str, exc: BaseException) -> StepCheckpointError:
+    return StepCheckpointError(
+        f"step checkpoint before {what} failed ({exc!r}); the step did not run"
+    )
 
 
 async def _salvage(run: Run, write: asyncio.Future[int], limit: float) -> None:

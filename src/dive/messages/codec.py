@@ -88,22 +88,32 @@ def field_defaults(cls: type) -> tuple[tuple[str, Any], ...]:
     return _defaults(cls)
 
 
+_ATOMIC: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_PLANS: dict[type, tuple[tuple[str, Any], ...]] = {}  # a record type's fields and defaults
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert a dive value (dataclass, tuple, mapping, datetime…) to plain JSON data.
 
     Args:
         value: the value to convert.
     """
-    if value is None or isinstance(value, str | int | float | bool):
+    kind: type = type(value)  # pyright: ignore[reportUnknownVariableType]
+    if kind in _ATOMIC:
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    plan = _PLANS.get(kind)
+    if plan is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        plan = _PLANS[kind] = _defaults(kind)
+    if plan is not None:  # a record: its fields that differ from their defaults
         out: dict[str, Any] = {}
-        for name, default in _defaults(type(value)):
+        for name, default in plan:
             v = getattr(value, name)
             if default is not _MISSING and (v is default or v == default):
                 continue
-            out[name] = to_jsonable(v)
+            out[name] = v if type(v) in _ATOMIC else to_jsonable(v)
         return out
+    if isinstance(value, str | int | float | bool):
+        return value
     if isinstance(value, tuple | list):
         return [to_jsonable(v) for v in cast("tuple[Any, ...]", value)]
     if isinstance(value, Mapping):

@@ -127,8 +127,8 @@ def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
         v: object = getattr(turn, name)
         if default is not MISSING and (v is default or v == default):
             continue
-        if _is_record(type(v)):
-            parts.append(f'"{name}":{_by_value(v)}')
+        if _is_record(type(v)):  # usage, origin…: the same object step after step
+            parts.append(f'"{name}":{_by_identity(v)}')
         elif isinstance(v, datetime):
             plain[name] = _time(v)
         else:

@@ -47,7 +47,7 @@ from dive.sessions._log import (
 from dive.sessions._protocol import Session, SessionInfo, SessionSnapshot, validate_session_id
 from dive.sessions._sqlite_claims import claim_row
 from dive.sessions._sqlite_faults import FileIdentity, Where, is_busy, translate
-from dive.sessions._sqlite_inline import InlineWriter
+from dive.sessions._sqlite_inline import INLINE_RECORD_CHARS, InlineWriter
 from dive.sessions._sqlite_schema import SCHEMA_VERSION, migrate
 from dive.sessions._sqlite_worker import Worker
 from dive.sessions._steps import Delta, Written, decode_row, delta
@@ -173,6 +173,22 @@ class SQLiteSessionStore:
     async def _read(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
         return await self._worker.submit(lambda: self._guard(where, lambda: fn(self._ready(where))))
 
+    async def _quick_read(self, where: Where, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """A read on the caller's thread when it need not wait (see ``_small_write``)."""
+        if self._inline is not None and self._conn is not None:
+            inline = self._inline
+            identity = self._identity
+            assert identity is not None
+
+            def read(c: sqlite3.Connection) -> T:
+                identity.check(self._abs, where)
+                return fn(c)
+
+            done, out = self._guard(where, lambda: inline.try_read(read))
+            if done:
+                return cast(T, out)
+        return await self._read(where, fn)
+
     def _transact(
         self, conn: sqlite3.Connection, where: Where, fn: Callable[[sqlite3.Connection], T]
     ) -> T:
@@ -240,7 +256,7 @@ class SQLiteSessionStore:
 
     async def load(self, id: str) -> SessionSnapshot:
         validate_session_id(id)
-        return await self._read(self._where("loading", id), lambda c: _load(c, id))
+        return await self._quick_read(self._where("loading", id), lambda c: _load(c, id))
 
     async def turns(self, id: str) -> list[Turn]:
         validate_session_id(id)
@@ -284,7 +300,10 @@ class SQLiteSessionStore:
                 return revision
             step = None  # another writer moved the session on: the full path decides
         unstamped = None if step is not None else encode_unstamped(turn)
-        revision, written = await self._write(
+        # a record of ordinary size is written inline too (see ``_small_write``)
+        small = unstamped is not None and len(unstamped) <= INLINE_RECORD_CHARS
+        write = self._small_write if small else self._write
+        revision, written = await write(
             self._where("saving a turn of", id),
             lambda c: _checkpoint(c, id, turn, step, unstamped, expected_revision),
         )

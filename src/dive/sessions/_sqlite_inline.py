@@ -1,10 +1,13 @@
-"""The SQLite store's inline writer: small step appends on the caller's thread.
+"""The SQLite store's inline connection: small writes and loads on the caller's thread.
 
 A step append is a few microseconds of SQLite work; handing it to the worker thread costs
-more than the write. With ``synchronous="normal"`` (no sync to disk on commit) the store
-tries it here first, on a second connection that never waits for a lock: when another
-connection holds the write lock, or another thread is using this one, the attempt gives
-up before changing anything and the write goes to the worker thread as usual.
+more than the write (and a thread hop wakes the event loop twice). With
+``synchronous="normal"`` (no sync to disk on commit) the store tries step appends, turn
+records up to ``INLINE_RECORD_CHARS`` and session loads here first, on a second connection
+that never waits for a lock: when another connection holds the write lock, or another
+thread is using this one, the attempt gives up before changing anything and the operation
+goes to the worker thread as usual. (Encoding and decoding are Python work either way: on
+the worker thread they hold the same interpreter lock.)
 
 WAL checkpoints (copying the log into the database, which syncs to disk) never run here:
 every ``CHECKPOINT_EVERY`` inline commits one is posted to the worker thread.
@@ -21,12 +24,15 @@ from typing import TypeVar
 from dive.sessions._sqlite_faults import is_busy
 from dive.sessions._sqlite_worker import Worker
 
-__all__ = ["CHECKPOINT_EVERY", "InlineWriter"]
+__all__ = ["CHECKPOINT_EVERY", "INLINE_RECORD_CHARS", "InlineWriter"]
 
 T = TypeVar("T")
 
 CHECKPOINT_EVERY = 200
 """Inline commits between two passive WAL checkpoints posted to the worker thread."""
+
+INLINE_RECORD_CHARS = 256 * 1024
+"""The largest turn record (JSON characters) written inline; larger ones go to the worker."""
 
 
 class InlineWriter:
@@ -64,6 +70,29 @@ class InlineWriter:
             self._commits += 1
             if self._commits % CHECKPOINT_EVERY == 0:
                 self._worker.post(self._passive_checkpoint)
+            return True, out
+        finally:
+            self._lock.release()
+
+    def try_read(self, read: Callable[[sqlite3.Connection], T]) -> tuple[bool, T | None]:
+        """``(True, result)`` when ``read`` ran here without waiting, else ``(False, None)``.
+
+        ``read`` opens its own read transaction when it needs a consistent snapshot.
+        """
+        if self._closed or not self._lock.acquire(blocking=False):
+            return False, None
+        try:
+            conn = self._connection()
+            try:
+                try:
+                    out = read(conn)
+                finally:
+                    if conn.in_transaction:
+                        conn.rollback()
+            except sqlite3.OperationalError as exc:
+                if not is_busy(exc):
+                    raise
+                return False, None
             return True, out
         finally:
             self._lock.release()

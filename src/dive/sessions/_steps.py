@@ -61,13 +61,11 @@ class Delta:
         return Written(b.seq, b.turn_id, revision, turn.messages, turn.tool_calls, b.steps + 1)
 
 
-def _same(a: object, b: object) -> bool:
-    return a is b or a == b
-
-
 def _kept(old: Sequence[object], new: Sequence[object]) -> int:
     """How many leading items ``new`` shares with ``old`` (identity first, then equality)."""
     n = min(len(old), len(new))
+    if tuple(old[:n]) == tuple(new[:n]):  # the usual case, compared in C (identity first)
+        return n
     i = 0
     while i < n and old[i] is new[i]:
         i += 1
@@ -87,11 +85,14 @@ def delta(written: Written | None, turn: Turn) -> Delta | None:
         return None
     keep = _kept(written.messages, turn.messages)
     old = written.tool_calls
+    new = turn.tool_calls
+    shared = min(len(old), len(new))
     calls = [
         f"[{i},{encode_record(r)}]"
-        for i, r in enumerate(turn.tool_calls)
-        if i >= len(old) or not _same(old[i], r)
+        for i, (o, r) in enumerate(zip(old, new, strict=False))
+        if o is not r and o != r
     ]
+    calls += [f"[{i},{encode_record(new[i])}]" for i in range(shared, len(new))]
     messages = ",".join(encode_message(m) for m in turn.messages[keep:])
     data = (
         f'{{"keep":{keep},"messages":[{messages}],"ncalls":{len(turn.tool_calls)},'

@@ -131,6 +131,7 @@ class _Entry:
         "effect",
         "error",
         "id",
+        "index",
         "name",
         "origin",
         "pending",
@@ -141,6 +142,7 @@ class _Entry:
     )
 
     def __init__(self, id: str, name: str, phase: Phase) -> None:
+        self.index = -1  # its place in the ledger's announcement order
         self.id = id
         self.name = name
         self.phase: Phase = phase
@@ -178,12 +180,26 @@ class _Entry:
 class CallLedger:
     """Call states of one turn, changed only through the transitions of :data:`TRANSITIONS`."""
 
-    __slots__ = ("_entries", "_executed", "_waiting")
+    __slots__ = ("_dirty", "_entries", "_executed", "_order", "_records", "_waiting")
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._order: list[_Entry] = []  # announcement order
+        self._records: list[ToolCallRecord | None] = []  # each entry's record, when built
+        self._dirty: list[int] = []  # entries whose record changed since the last records()
         self._executed = 0
         self._waiting = 0
+
+    def _add(self, entry: _Entry) -> None:
+        entry.index = len(self._order)
+        self._entries[entry.id] = entry
+        self._order.append(entry)
+        self._records.append(None)
+        self._dirty.append(entry.index)
+
+    def _changed(self, entry: _Entry) -> None:
+        entry.record = None
+        self._dirty.append(entry.index)
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -234,8 +250,13 @@ class CallLedger:
         Args:
             ids: the calls to report; None: every call of the turn.
         """
-        if ids is None:
-            return tuple(e.build() for e in self._entries.values())
+        if ids is None:  # on every checkpoint: rebuild only the records that changed
+            if self._dirty:
+                cache, order = self._records, self._order
+                for i in self._dirty:
+                    cache[i] = order[i].build()
+                self._dirty.clear()
+            return tuple(self._records)  # pyright: ignore[reportReturnType]
         return tuple(self._entries[i].build() for i in ids if i in self._entries)
 
     def _entry(self, call_id: str) -> _Entry:
@@ -259,7 +280,7 @@ class CallLedger:
         entry = _Entry(call.id, call.name, "not_started")
         if definition is not None:
             entry.govern(definition)
-        self._entries[call.id] = entry
+        self._add(entry)
 
     def apply(self, call_id: str, transition: Transition, *, error: str | None = None) -> Phase:
         """Apply ``transition`` to ``call_id``; raises ``LedgerError`` if the table forbids it.
@@ -285,7 +306,7 @@ class CallLedger:
             entry.phase = to
             if error is not None:
                 entry.error = error
-            entry.record = None
+            self._changed(entry)
         if to not in ("held", "suspended"):
             entry.pending = None
         return to
@@ -397,7 +418,7 @@ class CallLedger:
                 at=at or datetime.now(UTC),
             ),
         )
-        entry.record = None
+        self._changed(entry)
 
     def close(self, ids: Iterable[str] | None = None) -> None:
         """Settle calls that have no result: started ones ``unknown``, the rest not started.
@@ -453,7 +474,7 @@ class CallLedger:
                     rec.effect,
                     rec.risk,
                 )
-            ledger._entries[rec.id] = entry
+            ledger._add(entry)
             if phase in _WAITING:
                 ledger._waiting += 1
         ledger._executed = executed
