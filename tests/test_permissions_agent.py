@@ -560,7 +560,7 @@ def test_the_example_in_the_docs_runs_and_prints_what_the_docs_say(
 ) -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "permissions.md").read_text()
     code = doc.split("```python\n", 1)[1].split("```", 1)[0]
-    printed = doc.split("prints\n\n```\n", 1)[1].split("```", 1)[0]
+    printed = doc.split("prints\n\n```text\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/permissions.md", "exec"), {"__name__": "docs_example"})
     assert capsys.readouterr().out == printed
 

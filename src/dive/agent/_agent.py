@@ -76,10 +76,10 @@ class Agent(Generic[OutputT, DepsT]):
         extensions: bundles of tools, hooks and rules, merged at construction.
         hooks: hook lists by point (see ``HOOK_POLICIES`` for what each may change).
         tracer: receives spans; observes, never modifies.
-        name: the agent's name (in traces, hook contexts and ``ctx.agent_name``).
-        description: what the agent does (in traces).
-        version: the agent's version (in traces).
-        id: the agent's id (in traces), if any.
+        name: the agent's name (tracer spans, tool contexts, A2A and MCP cards).
+        description: what the agent does (A2A agent cards, served MCP tools).
+        version: the agent's version (A2A agent cards).
+        id: the agent's id (tracer spans).
         model_settings: default settings of every model call (a run's are merged over them).
         limits: per-turn limits (model calls, tool calls, pauses, response timeout).
         usage_limits: a turn's budget of requests, tool calls (total and per tool), tokens

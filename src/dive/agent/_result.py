@@ -18,7 +18,7 @@ from dive.errors import OutputUnavailableError, TurnError
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages.codec import JSONValue
-from dive.turns import Persistence, Turn, TurnOutcome, TurnStatus
+from dive.turns import PendingToolCall, Persistence, Turn, TurnOutcome, TurnStatus
 
 __all__ = ["RunResult", "answer_text"]
 
@@ -91,6 +91,21 @@ class RunResult(Generic[OutputT]):
     def outcome(self) -> TurnOutcome | None:
         """How an incomplete turn ended (None otherwise)."""
         return self.turn.outcome
+
+    @property
+    def pending_tool_calls(self) -> tuple[PendingToolCall, ...]:
+        """The calls a suspended turn waits for, in call order (empty on any other result).
+
+        Each has the ``id`` to answer in ``run(tool_results={id: value})``, the tool's
+        ``name`` and ``input``, the ``prompt`` and ``reason`` it suspended with
+        (``approval_required`` for a call held at the approval gate) and its ``metadata``.
+        A process that did not run the turn finds the same calls in the stored turn:
+        ``(await session.load()).open_turn.suspension.pending_tool_calls``.
+        """
+        suspension = self.turn.suspension
+        if self.status != "suspended" or suspension is None:
+            return ()
+        return suspension.pending_tool_calls
 
     @property
     def persistence(self) -> Persistence:

@@ -154,6 +154,19 @@ class TemporalAgent(Generic[OutputT, DepsT]):
         ``RunResult``, never raised; resume a suspended one through ``start(...)``'s handle
         (or ``handle(client, session_id)``), or with ``agent.run(tool_results=...)`` on the
         same store in any process.
+
+        Args:
+            prompt: The user's message for this turn (``None`` to continue the session).
+            client: A client from ``connect`` (dive's data converter).
+            task_queue: The task queue the workers of ``worker(...)`` poll.
+            session_id: The session to run in; a new one when ``None``.
+            deps: The run's dependencies, sent to the workers as JSON (validated as the
+                agent's ``deps_type``).
+            live_text: Send the model's text to the workflow as it streams (read it with
+                the handle's ``text()``); off by default, since it adds to the history.
+
+        Returns:
+            The settled turn's result, read from the store.
         """
         handle = await self.start(
             prompt,
@@ -226,11 +239,20 @@ class TemporalAgent(Generic[OutputT, DepsT]):
         return TemporalTurnHandle(self, client, workflow_id, sid)
 
     def handle(self, client: Client, session_id: str) -> TemporalTurnHandle[OutputT]:
-        """The handle of the turn workflow of ``session_id`` (from any process)."""
+        """The handle of the turn workflow of ``session_id`` (from any process).
+
+        Args:
+            client: A client from ``connect``.
+            session_id: The session whose turn workflow to address.
+        """
         return TemporalTurnHandle(self, client, self.names.workflow_id(session_id), session_id)
 
     def decode_deps(self, text: str | None) -> Any:
-        """``deps`` as sent to the workflow, validated as the agent's ``deps_type``."""
+        """``deps`` as sent to the workflow, validated as the agent's ``deps_type``.
+
+        Args:
+            text: The JSON the client sent, or ``None`` when the run has no deps.
+        """
         if text is None:
             return None
         tp = self.agent.deps_type

@@ -50,7 +50,14 @@ def _translated(exc: BaseException) -> BaseException:
 
 
 class TemporalTurnHandle(Generic[OutputT]):
-    """A turn of ``session_id`` running as a workflow (``TemporalAgent.start`` returns one)."""
+    """A turn of ``session_id`` running as a workflow (``TemporalAgent.start`` returns one).
+
+    Args:
+        owner: The ``TemporalAgent`` whose workflow runs the turn.
+        client: A client from ``connect``.
+        workflow_id: The turn workflow's id.
+        session_id: The session the turn belongs to.
+    """
 
     def __init__(
         self, owner: TemporalAgent[OutputT, Any], client: Client, workflow_id: str, session_id: str
@@ -102,6 +109,9 @@ class TemporalTurnHandle(Generic[OutputT]):
         Returns once the workflow took the results (a refused resume raises the dive error
         ``run(tool_results=...)`` raises: ``ConflictingToolResultError``, …); the next
         ``result()`` is the turn's next settled result.
+
+        Args:
+            tool_results: Results, or ``ToolApproval`` decisions, keyed by pending call id.
         """
         text = encode_tool_results(tool_results)
         try:
@@ -151,6 +161,9 @@ class TemporalTurnHandle(Generic[OutputT]):
         Each chunk names its step and activity attempt: when a step's attempt changes, the
         text of the earlier attempt was lost with its worker and the step starts over.
         Needs ``start(..., live_text=True)``.
+
+        Args:
+            poll_interval: Seconds between queries while no new text has arrived.
         """
         offset = 0
         settled = False

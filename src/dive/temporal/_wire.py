@@ -139,6 +139,11 @@ class TextChunk:
     ``step`` is the turn's model call it belongs to and ``attempt`` the activity attempt: a
     retried attempt (its worker was lost) starts its text over, so a reader drops what the
     earlier attempt of the same step sent.
+
+    Attributes:
+        step: The turn's model call (0-based) the text belongs to.
+        attempt: The activity attempt that produced it (1 for the first try).
+        text: The text received, in order.
     """
 
     step: int
@@ -148,7 +153,17 @@ class TextChunk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiveTurn:
-    """The ``dive.turn`` query: where the workflow's turn stands right now."""
+    """The ``dive.turn`` query: where the workflow's turn stands right now.
+
+    Attributes:
+        session_id: The session the turn belongs to.
+        turn_id: The turn's id in the session store.
+        status: ``running`` while the loop works, else how the turn last settled.
+        step: The number of model calls the turn has made so far.
+        revision: The stored turn's revision the workflow last wrote.
+        running_calls: Ids of the tool calls whose activities are running now.
+        settled_count: How many times the turn has settled (suspensions included).
+    """
 
     session_id: str
     turn_id: str

@@ -130,11 +130,19 @@ class Suspend:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Background:
-    """Returned by a tool to finish its work in a task tied to the run.
+    """Returned by a tool to finish its work after its turn: the result comes in a later turn.
+
+    The model at once gets a result saying the work started as task ``task_<call id>``;
+    ``fn`` runs in a task of its own that outlives the batch and the turn. The result's
+    ``background_tasks`` holds its :class:`~dive.agent.BackgroundTaskHandle`; pass what
+    :func:`~dive.agent.await_background_tasks` returns to ``run(background_results=...)``
+    to deliver it (a turn whose reminder names each call). The task lives in this process:
+    one that exits loses it.
 
     Attributes:
-        description: what the work is, for the result and ``background-tasks`` reminders.
-        fn: the work; its return value (a tool output) is delivered as a late result.
+        description: what the work does (in the started result and the handle).
+        fn: the work: an async function whose return value is the call's result (any tool
+            output but ``Suspend`` or ``Background``).
     """
 
     description: str

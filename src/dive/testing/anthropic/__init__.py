@@ -3,7 +3,7 @@
 ``AnthropicSimulator`` is a real HTTP server on 127.0.0.1 (``POST /v1/messages`` JSON and SSE,
 ``POST /v1/messages/count_tokens``, and the same on Vertex AI's and Bedrock's URL shapes,
 Bedrock's stream in AWS event-stream frames) that answers from a script and behaves like the API
-where it matters to a client (wire-apis.md Part A): the exact SSE framing and event order,
+where it matters to a client: the exact SSE framing and event order,
 request ids, the 400 messages of its validation rules, error bodies and retry headers, and
 prompt-cache accounting with breakpoints, lookback, per-model minimums and TTLs on an injectable
 clock::

@@ -3,7 +3,7 @@
 ``GeminiSimulator`` is a real HTTP server on 127.0.0.1 serving
 ``POST /{v1beta|v1|v1alpha}/models/{model}:generateContent`` (JSON) and
 ``:streamGenerateContent?alt=sse`` (data-only SSE) from a script, and behaving like the API
-where it matters to a client (wire-apis.md Part F): camelCase response shapes, the last stream
+where it matters to a client: camelCase response shapes, the last stream
 chunk carrying ``finishReason`` and ``usageMetadata``, thought signatures it issues and checks
 on replay, the 400 messages of its validation rules in Google's error envelope, faults (429 /
 5xx with ``retry-after``, mid-stream errors, cut streams, malformed chunks) and deterministic

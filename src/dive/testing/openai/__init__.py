@@ -4,7 +4,7 @@ It is for tests that drive the official ``openai`` SDK.
 
 ``OpenAISimulator`` is a real HTTP server on 127.0.0.1 (``POST /v1/chat/completions`` and
 ``POST /v1/responses``, JSON and SSE) that answers from a script and behaves like the API where
-it matters to a client (wire-apis.md Parts B to E): data-only Chat chunks ending ``[DONE]`` and
+it matters to a client: data-only Chat chunks ending ``[DONE]`` and
 ``event:``-framed Responses events with ``sequence_number``, tool-call deltas keyed by index,
 reasoning items with encrypted content it remembers, the exact 400 messages of its validation
 rules, error envelopes with retry headers, ``x-request-id`` on every response, and automatic
