@@ -18,7 +18,7 @@ from dive.messages.codec import (
     to_jsonable,
 )
 from dive.sessions._log import Compaction, Entry
-from dive.turns import SCHEMA_VERSION, Turn
+from dive.turns import SCHEMA_VERSION, SuspensionState, Turn
 
 __all__ = [
     "decode_entry",
@@ -120,6 +120,45 @@ def _is_record(tp: type) -> bool:
     return is_dataclass(tp)
 
 
+# A stored suspended turn holds each of these once: its suspension names the fields it shares
+# with the turn (``shared_with_turn``) instead of repeating them; loading fills them back.
+_SHARED = (
+    ("turn_messages", "messages"),
+    ("usage", "usage"),
+    ("origin", "origin"),
+    ("tool_calls", "tool_calls"),
+    ("model_calls", "model_calls"),
+    ("executed_tool_calls", "executed_tool_calls"),
+    ("iterations", "iterations"),
+    ("budget_start", "budget_start"),
+)
+_SHARED_KEY = "shared_with_turn"
+_SLIM_SCHEMA = 2  # the record schema that introduced the shared fields
+
+
+def _suspension(turn: Turn, suspension: SuspensionState) -> str:
+    """The suspension's JSON without what it shares with its turn."""
+    shared = [k for k, t in _SHARED if getattr(suspension, k) == getattr(turn, t)]
+    data: dict[str, Any] = to_jsonable(suspension)
+    for key in shared:
+        data.pop(key, None)
+    data[_SHARED_KEY] = shared
+    return dumps(data)
+
+
+def _unshare(record: dict[str, Any]) -> dict[str, Any]:
+    """A stored turn's suspension with its shared fields filled back from the turn."""
+    suspension = record.get("suspension")
+    if isinstance(suspension, dict) and _SHARED_KEY in suspension:
+        filled = cast(dict[str, Any], suspension)
+        names = dict(_SHARED)
+        for key in filled.pop(_SHARED_KEY):
+            source = names.get(key)
+            if source is not None and source in record:
+                filled[key] = record[source]
+    return record
+
+
 def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
     plain: dict[str, Any] = {}
     parts: list[str] = []
@@ -127,7 +166,10 @@ def _encode(turn: Turn, skip: tuple[str, ...], *, lists: bool = True) -> str:
         v: object = getattr(turn, name)
         if default is not MISSING and (v is default or v == default):
             continue
-        if _is_record(type(v)):  # usage, origin…: the same object step after step
+        if isinstance(v, SuspensionState):
+            parts.append(f'"suspension":{_suspension(turn, v)}')
+            plain["schema"] = _SLIM_SCHEMA  # a dive that reads only schema 1 refuses it
+        elif _is_record(type(v)):  # usage, origin…: the same object step after step
             parts.append(f'"{name}":{_by_identity(v)}')
         elif isinstance(v, datetime):
             plain[name] = _time(v)
@@ -160,6 +202,8 @@ def decode_entry(session_id: str, revision: int, kind: str, data: Any) -> Entry:
     """Decode one stored entry; raise ``SessionCorruptedError`` naming session and revision."""
     try:
         if kind == "turn":
+            if isinstance(data, str) and f'"{_SHARED_KEY}"' in data:
+                return decode(Turn, _unshare(json.loads(data)))
             return decode(Turn, data)
         if kind == "compaction":
             return decode(Compaction, data)

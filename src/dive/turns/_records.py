@@ -35,7 +35,7 @@ __all__ = [
     "new_turn_id",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _supported_schema(value: int) -> int:
