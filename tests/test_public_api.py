@@ -238,6 +238,7 @@ EXPORTS: dict[str, list[str]] = {
         "SuspensionState",
         "ToolCallRecord",
         "Turn",
+        "TurnCounters",
         "TurnOrigin",
         "TurnOutcome",
         "TurnStatus",

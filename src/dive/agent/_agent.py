@@ -59,6 +59,38 @@ DepsT = TypeVar("DepsT", default=None)
 ValidatorT = TypeVar("ValidatorT", bound=Callable[..., Any])
 
 
+def _resolved_model(model: Model | str, settings: ModelSettings | None) -> Model:
+    """The agent's model: ``"provider:model"`` resolved, checked, its default settings too."""
+    if isinstance(model, str):
+        from dive.providers import model as resolve
+
+        model = resolve(model)
+    check_model(model)
+    if settings is not None and isinstance(model, SettingsChecker):
+        model.check_settings(settings)
+    return model
+
+
+def _merged_extensions(
+    tools: list[Tool], hooks: Hooks | None, extensions: Sequence[Extension | None]
+) -> tuple[list[Tool], Hooks, list[str]]:
+    """The agent's tools and hooks with every extension's merged in, and their rules."""
+    merged = hooks or Hooks()
+    rules: list[str] = []
+    for ext in extensions:
+        if ext is None:
+            continue
+        tools.extend(ext.tools())
+        merged = merged.merged(ext.hooks())
+        rules.extend(_present(ext.rules()))
+    return tools, merged, rules
+
+
+def _present(rule: str | None) -> list[str]:
+    """A rule as a list of at most one (an empty rule adds nothing)."""
+    return [rule] if rule else []
+
+
 class Agent(Generic[OutputT, DepsT]):
     """An agent: instructions, a model, tools and the policies that govern the loop.
 
@@ -150,14 +182,7 @@ class Agent(Generic[OutputT, DepsT]):
         approval_policy: ApprovalPolicy | None = None,
         logger: logging.Logger | None = None,
     ) -> None:
-        if isinstance(model, str):
-            from dive.providers import model as resolve
-
-            model = resolve(model)
-        check_model(model)
-        if model_settings is not None and isinstance(model, SettingsChecker):
-            model.check_settings(model_settings)
-        self.model = model
+        self.model = _resolved_model(model, model_settings)
         self.name, self.description, self.version, self.id = name, description, version, id
         self.tracer: Tracer = tracer if tracer is not None else NopTracer()
         self.model_settings = model_settings or ModelSettings()
@@ -175,34 +200,29 @@ class Agent(Generic[OutputT, DepsT]):
         self.session = session
         self.approval_policy: ApprovalPolicy = approval_policy or default_policy
         self.toolsets = tuple(toolsets)
-        all_tools = tool_list(tools)
-        merged_hooks = hooks or Hooks()
-        rules: list[str] = []
-        for ext in extensions:
-            if ext is None:
-                continue
-            all_tools.extend(ext.tools())
-            merged_hooks = merged_hooks.merged(ext.hooks())
-            rule = ext.rules()
-            if rule:
-                rules.append(rule)
+        own_tools, self.hooks, rules = _merged_extensions(tool_list(tools), hooks, extensions)
+        self._set_output(output_type, output_mode, output_validators, output_retries)
+        self.deps_type = deps_type
+        self.tools: tuple[Tool, ...] = (*own_tools, *self.output.tools)
+        self._static = index_tools(self.tools)
+        self._rules = [*rules, *_present(self.output.prompt_rule())]
+        self.prime_reminders = prime_reminders
+        self.instructions = InstructionsSpec(instructions)
+        self._agent_cache_key = f"dive-agent-{uuid.uuid4().hex}"
+
+    def _set_output(
+        self,
+        output_type: object,
+        output_mode: OutputMode,
+        output_validators: Sequence[OutputValidator],
+        output_retries: int,
+    ) -> None:
+        """Validate and keep the output options (see ``output_type`` … ``output_retries``)."""
         self.output_type: Any = normalise_output_type(output_type)
         if output_retries < 0:
             raise UserError("output_retries must not be negative")
         self.output_retries = output_retries
         self.output = OutputSpec(self.output_type, output_mode, output_validators)
-        all_tools.extend(self.output.tools)
-        rule = self.output.prompt_rule()
-        if rule:
-            rules.append(rule)
-        self.deps_type = deps_type
-        self.hooks = merged_hooks
-        self.tools: tuple[Tool, ...] = tuple(all_tools)
-        self._static = index_tools(self.tools)
-        self._rules = rules
-        self.prime_reminders = prime_reminders
-        self.instructions = InstructionsSpec(instructions)
-        self._agent_cache_key = f"dive-agent-{uuid.uuid4().hex}"
 
     @property
     def tool_definitions(self) -> tuple[ToolDefinition, ...]:

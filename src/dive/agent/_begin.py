@@ -42,7 +42,7 @@ from dive.turns import (
     recover_running_turn,
     reminder_message,
 )
-from dive.turns._engine import CallLedger, TurnCounters, TurnState, turn_from_suspension
+from dive.turns._engine import CallLedger, TurnState, turn_from_suspension
 
 __all__ = ["CONTINUE_TEXT", "Plan", "RunOptions", "check_arguments", "load_snapshot", "prepare_run"]
 
@@ -321,11 +321,11 @@ def _new_state(
         system_prompt=system_prompt,
         ledger=CallLedger.restore(
             folded.tool_calls,
-            executed=folded.executed_tool_calls,
+            executed=folded.counters.executed_tool_calls,
             definition_of=config.static.definition_of,
         ),
         prior_usage=folded.usage,
-        counters=TurnCounters.of(folded).with_fresh_budget(),  # a continuation grants one
+        counters=folded.counters.with_fresh_budget(),  # a continuation grants one
         revision=revision,
         created_at=folded.created_at,
         clock=runner.now,

@@ -445,7 +445,7 @@ class Executor(Generic[RequestT, ResponseT]):
             return agent.run(tool_results=results, history=history, suspension=state)
 
         budget = min(suspension.remaining_rounds, self.options.max_rounds)
-        carried = max(state.model_calls - state.budget_start, 0)
+        carried = max(state.counters.budget_used, 0)
         driver = Driver(
             self,
             system=system,

@@ -6,8 +6,8 @@ ledger and its transition table, the open tool group, the ``Ending`` union), whi
 ``dive.agent`` imports. Here are
 
 - the records (``Turn``, ``TurnOutcome``, ``ToolCallRecord``, ``PendingToolCall``,
-  ``SuspensionState``), which round-trip exactly through JSON, and ``TurnView`` (a turn as a
-  hook sees it);
+  ``SuspensionState``), which round-trip exactly through JSON, ``TurnCounters`` (a record's
+  counts as one value: ``turn.counters``) and ``TurnView`` (a turn as a hook sees it);
 - the close projection (``close_turn``) and its texts, and closing stored turns without
   running them (``recover_running_turn``, ``close_for_fork``);
 - reminders and the ``CancelToken``.
@@ -23,6 +23,7 @@ from dive.turns._close import (
     find_turn_outcome,
     outcome_note,
 )
+from dive.turns._counters import TurnCounters
 from dive.turns._records import (
     SCHEMA_VERSION,
     ApprovalKind,
@@ -72,6 +73,7 @@ __all__ = [
     "SuspensionState",
     "ToolCallRecord",
     "Turn",
+    "TurnCounters",
     "TurnOrigin",
     "TurnOutcome",
     "TurnStatus",

@@ -1,16 +1,19 @@
 """``TurnCounters``: a turn's counts as one frozen value.
 
-Model calls (pause resends excluded), iterations (every model call, pause resends included:
-``pre_iteration``'s count) and where the model-call budget began (a ``stop`` continuation or
-``continue_turn`` grants a fresh one). ``TurnState`` holds one and replaces it as the turn
-counts; records carry it as their four count fields, read and written in one place each
-(:meth:`TurnCounters.of`, :meth:`TurnCounters.fields`) together with the ledger's count of
-executed tool calls.
+Model calls (pause resends excluded), tool calls whose tool was invoked, iterations (every
+model call, pause resends included: ``pre_iteration``'s count) and where the model-call budget
+began (a ``stop`` continuation or ``continue_turn`` grants a fresh one).
+
+Records (``Turn``, ``SuspensionState``) store the four counts as flat fields, so their JSON and
+their constructors stay as they were; ``record.counters`` reads them as one value. They are
+read and written in one place each: :meth:`TurnCounters.of` and :meth:`TurnCounters.fields`.
+``TurnState`` holds one and replaces it as the turn counts; its call ledger counts the executed
+tool calls, and ``TurnState.counters`` takes that count from the ledger.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypedDict
 
 __all__ = ["CountFields", "CountedRecord", "TurnCounters"]
@@ -34,6 +37,11 @@ class CountedRecord(Protocol):
         ...
 
     @property
+    def executed_tool_calls(self) -> int:
+        """Tool calls whose tool was invoked so far."""
+        ...
+
+    @property
     def iterations(self) -> int:
         """Every model call so far, pause resends included."""
         ...
@@ -44,33 +52,44 @@ class CountedRecord(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnCounters:
-    """A turn's counts (see the module docstring)."""
+    """A turn's counts as one value (``Turn.counters``, ``SuspensionState.counters``).
+
+    Attributes:
+        model_calls: model calls of the turn (pause resends excluded), across suspensions.
+        executed_tool_calls: tool calls of the turn whose tool was invoked.
+        iterations: every model call of the turn, pause resends included (never fewer than
+            ``model_calls``).
+        budget_start: the ``model_calls`` count at which the current model-call budget began
+            (a ``stop`` continuation or ``continue_turn`` grants a fresh one).
+    """
 
     model_calls: int = 0
+    executed_tool_calls: int = 0
     iterations: int = 0
     budget_start: int = 0
 
     @classmethod
     def of(cls, record: CountedRecord) -> TurnCounters:
-        """The counts a stored record carries.
+        """The counts a stored record carries (``iterations`` at least ``model_calls``).
 
         Args:
             record: a ``Turn`` or ``SuspensionState``.
         """
         model_calls = record.model_calls
-        return cls(model_calls, max(record.iterations, model_calls), record.budget_start)
+        return cls(
+            model_calls=model_calls,
+            executed_tool_calls=record.executed_tool_calls,
+            iterations=max(record.iterations, model_calls),
+            budget_start=record.budget_start,
+        )
 
-    def fields(self, executed_tool_calls: int) -> CountFields:
-        """The count fields of a ``Turn`` or ``SuspensionState`` (with the ledger's count).
-
-        Args:
-            executed_tool_calls: the ledger's count of calls whose tool was invoked.
-        """
+    def fields(self) -> CountFields:
+        """The count fields of a ``Turn`` or ``SuspensionState`` holding these counts."""
         return {
             "model_calls": self.model_calls,
-            "executed_tool_calls": executed_tool_calls,
+            "executed_tool_calls": self.executed_tool_calls,
             "iterations": self.iterations,
             "budget_start": self.budget_start,
         }
@@ -82,4 +101,4 @@ class TurnCounters:
 
     def with_fresh_budget(self) -> TurnCounters:
         """The same counts, the model-call budget starting now."""
-        return TurnCounters(self.model_calls, self.iterations, self.model_calls)
+        return replace(self, budget_start=self.model_calls)

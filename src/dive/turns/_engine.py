@@ -9,7 +9,6 @@ module.
 """
 
 from dive.turns._close import advise, answer_open_calls, open_group_calls
-from dive.turns._counters import TurnCounters
 from dive.turns._ending import Completed, Ending, Incomplete, ResumeRejected, Suspended
 from dive.turns._group import OpenGroup
 from dive.turns._ledger import PHASE_STATE, TRANSITIONS, CallLedger, LedgerError, Phase, Transition
@@ -36,7 +35,6 @@ __all__ = [
     "Suspended",
     "Transcript",
     "Transition",
-    "TurnCounters",
     "TurnState",
     "advise",
     "answer_open_calls",

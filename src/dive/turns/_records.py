@@ -16,6 +16,7 @@ from pydantic import AfterValidator, ConfigDict
 from dive.llm import Usage
 from dive.messages import Message
 from dive.messages.codec import FORBID_EXTRA, JSONValue, decode, dumps, empty, to_jsonable
+from dive.turns._counters import TurnCounters
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -249,6 +250,8 @@ class SuspensionState:
         budget_start: the ``model_calls`` count at which the current budget began (a
             continuation grants a fresh one).
         tool_calls: the record of every call in the turn.
+
+    The four counts read as one value: :attr:`counters`.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -267,6 +270,11 @@ class SuspensionState:
     iterations: int = 0
     budget_start: int = 0
     tool_calls: tuple[ToolCallRecord, ...] = ()
+
+    @property
+    def counters(self) -> TurnCounters:
+        """The four counts (``model_calls`` … ``budget_start``) as one :class:`TurnCounters`."""
+        return TurnCounters.of(self)
 
     def to_json(self) -> str:
         """Compact JSON text."""
@@ -306,6 +314,8 @@ class Turn:
         executed_tool_calls: tool calls run in the turn.
         iterations: loop iterations of the turn.
         budget_start: the ``model_calls`` count at which the current budget began.
+
+    The four counts read as one value: :attr:`counters`.
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = FORBID_EXTRA
@@ -327,6 +337,11 @@ class Turn:
     executed_tool_calls: int = 0
     iterations: int = 0
     budget_start: int = 0
+
+    @property
+    def counters(self) -> TurnCounters:
+        """The four counts (``model_calls`` … ``budget_start``) as one :class:`TurnCounters`."""
+        return TurnCounters.of(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (defaults omitted)."""

@@ -80,7 +80,9 @@ def close_stored_turn(
     at = at or datetime.now(UTC)
     suspension = turn.suspension
     records = turn.tool_calls or (suspended_records(suspension) if suspension else ())
-    ledger = CallLedger.restore(records, suspension=suspension, executed=turn.executed_tool_calls)
+    ledger = CallLedger.restore(
+        records, suspension=suspension, executed=turn.counters.executed_tool_calls
+    )
     ledger.close([r.id for r in records])
     in_flight_ids = [c.id for c in open_group_calls(turn.messages) if c.id in ledger]
     all_records = _judge(ledger.records(), read_only)
@@ -191,8 +193,5 @@ def turn_from_suspension(state: SuspensionState) -> Turn:
         tool_calls=suspended_records(state),
         usage=state.usage,
         suspension=state,
-        model_calls=state.model_calls,
-        executed_tool_calls=state.executed_tool_calls,
-        iterations=state.iterations,
-        budget_start=state.budget_start,
+        **state.counters.fields(),
     )

@@ -10,6 +10,7 @@ revision and the accepted resume results. The records it builds (``running_turn`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Final
 
@@ -136,6 +137,7 @@ class TurnState:
         s = stored.suspension
         if s is None:
             raise ValueError(f"turn {stored.id} is not suspended")
+        counters = s.counters
         state = cls(
             turn_id=s.turn_id,
             origin=s.origin,
@@ -144,11 +146,11 @@ class TurnState:
             ledger=CallLedger.restore(
                 stored.tool_calls,
                 suspension=s,
-                executed=s.executed_tool_calls,
+                executed=counters.executed_tool_calls,
                 definition_of=definition_of,
             ),
             prior_usage=s.usage,
-            counters=TurnCounters.of(s),
+            counters=counters,
             revision=revision,
             created_at=stored.created_at,
             accepted=s.accepted,
@@ -284,8 +286,8 @@ class TurnState:
 
     @property
     def counters(self) -> TurnCounters:
-        """The turn's counts, one frozen value."""
-        return self._counters
+        """The turn's counts, one frozen value (the executed tool calls are the ledger's)."""
+        return replace(self._counters, executed_tool_calls=self._ledger.executed)
 
     @property
     def budget_used(self) -> int:
@@ -301,12 +303,12 @@ class TurnState:
     def count_iteration(self) -> None:
         """A model call was made."""
         c = self._counters
-        self._counters = TurnCounters(c.model_calls, c.iterations + 1, c.budget_start)
+        self._counters = replace(c, iterations=c.iterations + 1)
 
     def count_model_call(self) -> None:
         """A model call that counts against the limit completed."""
         c = self._counters
-        self._counters = TurnCounters(c.model_calls + 1, c.iterations, c.budget_start)
+        self._counters = replace(c, model_calls=c.model_calls + 1)
 
     def grant_fresh_budget(self) -> None:
         """A ``stop`` continuation: the model-call limit counts from here."""
@@ -443,7 +445,7 @@ class TurnState:
             outcome=outcome,
             suspension=suspension,
             finished_at=finished_at,
-            **self._counters.fields(self._ledger.executed),
+            **self.counters.fields(),
         )
 
     def suspend(self) -> SuspensionState:
@@ -469,5 +471,5 @@ class TurnState:
             accepted=dict(self._accepted),
             context=dict(group.context),
             tool_calls=ledger.records(),
-            **self._counters.fields(ledger.executed),
+            **self.counters.fields(),
         )
